@@ -1,0 +1,36 @@
+// dash-bench: benchmarks of the dash library.
+//   dash-bench solvers [options]   inverse-root solvers on (N, b, b) stacks
+
+#include "solver_bench.h"
+
+#include <c10/util/Exception.h>
+
+#include <iostream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+int main(int argc, char** argv) {
+  const std::string usage =
+      "usage: dash-bench solvers [--preset quick|full] [--device cpu|cuda] [--p 4] [--cond 1e3]\n"
+      "                          [--methods evd,cn,ndb,chebyshev] [--warmup 1] [--reps 3] [--json PATH]\n";
+  if (argc < 2) {
+    std::cerr << usage;
+    return 2;
+  }
+  const std::string command = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (command == "solvers") {
+      return dash::bench::run_solver_bench(args);
+    }
+    std::cerr << "dash-bench: unknown command '" << command << "'\n" << usage;
+    return 2;
+  } catch (const std::invalid_argument& error) {
+    std::cerr << "dash-bench: " << error.what() << "\n" << usage;
+    return 2;
+  } catch (const c10::Error& error) {
+    std::cerr << "dash-bench: " << error.what_without_backtrace() << "\n";
+    return 1;
+  }
+}

@@ -1,0 +1,7 @@
+#pragma once
+
+// Umbrella header of dash, the DASH optimizer library (batched block Shampoo).
+
+#include <dash/inverse_root.h>
+#include <dash/option_names.h>
+#include <dash/solver_cost.h>

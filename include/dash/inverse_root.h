@@ -1,0 +1,106 @@
+#pragma once
+
+// Batched inverse p-th roots of symmetric positive semi-definite matrices:
+// the solver half of DASH (docs: ../shared/dash-algorithm.md §5).
+//
+// Every function takes one matrix (b, b) or a stack (N, b, b) and works on the
+// whole stack with batched calls: no loop over N. Results are float32, or
+// float64 for float64 input.
+
+#include <ATen/core/Tensor.h>
+#include <torch/arg.h>
+
+#include <cstdint>
+#include <string>
+
+namespace dash {
+
+/// How the inverse root is computed.
+enum class RootMethod {
+  EVD,            ///< symmetric eigendecomposition (eigh) + eigenvalue heuristic
+  CoupledNewton,  ///< coupled Newton iteration (Guo & Higham 2006)
+  NewtonDB,       ///< Newton–Denman–Beavers / coupled Newton–Schulz square roots
+  Chebyshev,      ///< Chebyshev interpolant of x^{-1/p}, evaluated with Clenshaw
+};
+
+/// How EVD repairs the eigenvalues λ of A before inverting them (ε is the options'
+/// epsilon). For positive semi-definite A, Shampoo and AbsAdd give (A + εI)^{-1/p}.
+enum class EigenHeuristic {
+  Shampoo,        ///< λ ← λ − min(min λ, 0) + ε
+  Abs,            ///< λ ← |λ|
+  AbsAdd,         ///< λ ← |λ| + ε
+  PseudoInverse,  ///< λ ≤ ε contributes 0; only λ > ε is inverted
+};
+
+/// How the iterative solvers normalise the spectrum into (0, 1].
+enum class Scaling {
+  Frobenius,            ///< s = ‖A‖_F: cheap, s ≥ λ_max always, but loose for large b
+  PowerIteration,       ///< s = margin · λ̂_max from one start vector
+  MultiPowerIteration,  ///< s = margin · max over `power_vectors` start vectors
+};
+
+/// Precision of the matmul inputs. In 16-bit modes the operands (and, as on a GPU,
+/// the product) are rounded to 16 bits; the iterates themselves stay in float32.
+enum class MatmulPrecision { FP32, FP16, BF16 };
+
+struct InverseRootOptions {
+  TORCH_ARG(RootMethod, method) = RootMethod::NewtonDB;
+  TORCH_ARG(EigenHeuristic, eigen_heuristic) = EigenHeuristic::Shampoo;
+  TORCH_ARG(Scaling, scaling) = Scaling::MultiPowerIteration;
+  /// Power-iteration steps.
+  TORCH_ARG(int64_t, power_iterations) = 10;
+  /// Start vectors of MultiPowerIteration, 1 to 32.
+  TORCH_ARG(int64_t, power_vectors) = 16;
+  /// s = margin · λ̂_max; power iteration underestimates λ_max, the margin covers it.
+  TORCH_ARG(double, power_margin) = 2.0;
+  /// Newton steps of CoupledNewton, and of each square-root pass of NewtonDB.
+  TORCH_ARG(int64_t, newton_steps) = 10;
+  /// 0: always run `newton_steps`. > 0: stop once every matrix's residual
+  /// ‖M − I‖_F/√b is ≤ tolerance. Checking it reads one scalar back to the host,
+  /// so it is done only every `tolerance_check_interval` steps.
+  TORCH_ARG(double, tolerance) = 0.0;
+  TORCH_ARG(int64_t, tolerance_check_interval) = 4;
+  /// Polynomial degree of the Chebyshev method (degree − 1 matmuls).
+  TORCH_ARG(int64_t, chebyshev_degree) = 40;
+  /// Chebyshev fits x^{-1/p} on [δ, 1] of the normalised spectrum, with
+  /// δ = max(epsilon / s, chebyshev_interval_min). Eigenvalues below δ·s are
+  /// extrapolated and come out regularised (less than their true inverse root).
+  TORCH_ARG(double, chebyshev_interval_min) = 1e-3;
+  /// Regularisation: the root of A + εI is computed.
+  TORCH_ARG(double, epsilon) = 1e-10;
+  TORCH_ARG(MatmulPrecision, precision) = MatmulPrecision::FP32;
+};
+
+/// (A + εI)^{-1/p} for each matrix of A ((b, b) or (N, b, b)).
+///
+/// p: EVD, CoupledNewton and Chebyshev take any p ≥ 1; NewtonDB takes p = 1 or a
+/// power of two (it chains square-root passes).
+///
+/// Non-finite input: a matrix with a NaN or Inf entry yields an all-NaN root, and
+/// `finite` is false for it in inverse_root_with_diagnostics; the other matrices of
+/// the stack are unaffected. No error is raised, so a stack never needs a host sync.
+at::Tensor inverse_root(
+    const at::Tensor& matrices,
+    int64_t p,
+    const InverseRootOptions& options = {});
+
+/// Per-matrix quality figures, computed on the device (no host sync).
+struct InverseRootResult {
+  at::Tensor root;      ///< same as inverse_root()
+  at::Tensor residual;  ///< ‖X^p (A + εI) − I‖_F / √b, shape (N,) (or () for 2-D input)
+  at::Tensor finite;    ///< bool, shape (N,) (or ()): every entry of the root is finite
+};
+
+InverseRootResult inverse_root_with_diagnostics(
+    const at::Tensor& matrices,
+    int64_t p,
+    const InverseRootOptions& options = {});
+
+/// Scale s with s ≥ λ_max(A) (up to the power-iteration estimate) for each matrix,
+/// shape (N, 1, 1) (or (1, 1) for 2-D input), by the options' scaling method.
+/// Used as-is (epsilon is not added here).
+at::Tensor estimate_spectral_scale(
+    const at::Tensor& matrices,
+    const InverseRootOptions& options = {});
+
+}  // namespace dash

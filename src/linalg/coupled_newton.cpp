@@ -1,0 +1,57 @@
+// Coupled Newton iteration for A^{-1/p} (Guo & Higham, SIAM J. Matrix Anal. Appl.
+// 28(3), 2006, eq. 3.2; spec §5 "Coupled Newton").
+//
+// With α = −1/p, X₀ = z^{1/p} I and M₀ = z Â (z = (p+1)/2 for a normalised Â):
+//   N = (1 − α) I + α M,  X ← X N,  M ← N^p M.
+// The invariant M = X^p Â holds throughout, so X → Â^{-1/p} as M → I. M₀'s
+// eigenvalues lie in (0, (p+1)/2], inside the convergence region (0, p+1).
+
+#include "linalg/batched_matmul.h"
+#include "linalg/solvers.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+namespace dash::linalg {
+namespace {
+
+// N^p · M by repeated squaring: ⌈log₂ p⌉ squarings plus one product per set bit
+// (p = 4: N², N⁴, N⁴M — three matmuls). N and M commute (both are polynomials
+// in Â), so the order of the factors does not matter.
+at::Tensor power_times(const at::Tensor& n, int64_t p, at::Tensor m, MatmulPrecision precision) {
+  at::Tensor square = n;
+  for (int64_t rest = p;;) {
+    if (rest & 1) {
+      m = matmul(square, m, precision);
+    }
+    rest >>= 1;
+    if (rest == 0) {
+      return m;
+    }
+    square = matmul(square, square, precision);
+  }
+}
+
+}  // namespace
+
+at::Tensor coupled_newton_root(const at::Tensor& normalized, int64_t p, const InverseRootOptions& options) {
+  const double pd = static_cast<double>(p);
+  const double z = (pd + 1.0) / 2.0;
+  const auto identity = identity_like(normalized);
+  at::Tensor x;
+  at::Tensor m = normalized * z;
+  for (int64_t step = 0; step < options.newton_steps(); ++step) {
+    auto n = at::add(identity * (1.0 + 1.0 / pd), m, -1.0 / pd);
+    // X₀ is a multiple of I, so the first X·N is a scalar multiple of N.
+    x = step == 0 ? n * std::pow(z, 1.0 / pd) : matmul(x, n, options.precision());
+    m = power_times(n, p, m, options.precision());
+    if (is_tolerance_check_step(step, options) &&
+        all_within_tolerance(relative_frobenius(m - identity), options)) {
+      break;
+    }
+  }
+  return x;
+}
+
+}  // namespace dash::linalg

@@ -1,0 +1,69 @@
+// Newton–Denman–Beavers square roots in inverse-free (coupled Newton–Schulz)
+// form (Higham, "Functions of Matrices", 2008, eq. 6.35; spec §5 "NDB").
+//
+// For a normalised B: Y₀ = B, Z₀ = I; E = ½(3I − Z Y), Y ← Y E, Z ← E Z.
+// Then Y → B^{1/2} and Z → B^{-1/2}; an eigenvalue w of ZY maps to w(3 − w)²/4,
+// which converges to 1 from anywhere in (0, 3).
+//
+// Roots: p = 2 is one pass (Z); p = 4 is a second pass on the first pass's Y, whose
+// spectrum is the square root of B's and needs no new scaling (√s in unnormalised
+// units); p = 2^k chains k passes; p = 1 squares the p = 2 result.
+
+#include "linalg/batched_matmul.h"
+#include "linalg/solvers.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <utility>
+
+namespace dash::linalg {
+namespace {
+
+struct SquareRoots {
+  at::Tensor root;          // Y ≈ B^{1/2}
+  at::Tensor inverse_root;  // Z ≈ B^{-1/2}
+};
+
+SquareRoots newton_db_pass(const at::Tensor& b, const InverseRootOptions& options) {
+  const auto precision = options.precision();
+  const auto identity = identity_like(b);
+  // Optimised first step: Z₀ = I makes E₀ = ½(3I − B), Y₁ = B E₀ and Z₁ = E₀,
+  // which saves the Z·Y and E·Z matmuls.
+  auto e = at::add(identity * 1.5, b, -0.5);
+  auto y = matmul(b, e, precision);
+  auto z = std::move(e);
+  for (int64_t step = 1; step < options.newton_steps(); ++step) {
+    e = matmul_add(identity * 1.5, z, y, /*beta=*/1.0, /*alpha=*/-0.5, precision);
+    if (is_tolerance_check_step(step, options) &&
+        // Z Y − I = 2 (I − E): the residual comes for free.
+        all_within_tolerance(relative_frobenius(e - identity) * 2.0, options)) {
+      break;
+    }
+    y = matmul(y, e, precision);
+    z = matmul(e, z, precision);
+  }
+  return {std::move(y), std::move(z)};
+}
+
+}  // namespace
+
+at::Tensor newton_db_root(const at::Tensor& normalized, int64_t p, const InverseRootOptions& options) {
+  TORCH_CHECK(p >= 1 && (p & (p - 1)) == 0,
+      "dash::inverse_root: NewtonDB computes roots p = 1 or a power of two, got p = ", p);
+  if (p == 1) {
+    auto half = newton_db_pass(normalized, options).inverse_root;
+    return matmul(half, half, options.precision());
+  }
+  auto input = normalized;
+  at::Tensor result;
+  for (int64_t remaining = p; remaining > 1; remaining /= 2) {
+    auto pass = newton_db_pass(input, options);
+    input = std::move(pass.root);
+    result = std::move(pass.inverse_root);
+  }
+  // The chain gives Z_k ≈ (B^{1/2^{k-1}})^{-1/2} = B^{-1/2^k} = B^{-1/p}.
+  return result;
+}
+
+}  // namespace dash::linalg

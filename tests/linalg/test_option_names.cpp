@@ -1,0 +1,39 @@
+#include <dash/option_names.h>
+
+#include <c10/util/Exception.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace dash {
+namespace {
+
+TEST(OptionNames, RoundTripAndAliases) {
+  for (auto m : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+    EXPECT_EQ(parse_root_method(to_string(m)), m);
+  }
+  for (auto s : {Scaling::Frobenius, Scaling::PowerIteration, Scaling::MultiPowerIteration}) {
+    EXPECT_EQ(parse_scaling(to_string(s)), s);
+  }
+  for (auto p : {MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16}) {
+    EXPECT_EQ(parse_matmul_precision(to_string(p)), p);
+  }
+  for (auto h : {EigenHeuristic::Shampoo, EigenHeuristic::Abs, EigenHeuristic::AbsAdd, EigenHeuristic::PseudoInverse}) {
+    EXPECT_EQ(parse_eigen_heuristic(to_string(h)), h);
+  }
+  EXPECT_EQ(parse_root_method("Newton-DB"), RootMethod::NewtonDB);
+  EXPECT_EQ(parse_scaling("POWER-ITERATION"), Scaling::PowerIteration);
+}
+
+TEST(OptionNames, UnknownNameListsTheValidOnes) {
+  try {
+    parse_root_method("svd");
+    FAIL() << "no error";
+  } catch (const c10::Error& error) {
+    EXPECT_THAT(error.what_without_backtrace(), ::testing::HasSubstr("'svd'"));
+    EXPECT_THAT(error.what_without_backtrace(), ::testing::HasSubstr("evd, cn, ndb"));
+  }
+}
+
+}  // namespace
+}  // namespace dash

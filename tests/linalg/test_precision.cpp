@@ -1,0 +1,85 @@
+// Every method × scaling × matmul precision the spec defines, and the honesty of
+// the diagnostics where 16-bit arithmetic breaks down.
+
+#include <dash/inverse_root.h>
+#include <dash/option_names.h>
+
+#include "support/spd_matrices.h"
+
+#include <gtest/gtest.h>
+
+#include <tuple>
+
+namespace dash {
+namespace {
+
+using testing::log_spaced_spectrum;
+using testing::max_relative_error;
+using testing::reference_inverse_root;
+
+using Combination = std::tuple<RootMethod, Scaling, MatmulPrecision>;
+
+class EveryCombination : public ::testing::TestWithParam<Combination> {};
+
+// κ = 10, b = 64, N = 2, p ∈ {2, 4}, default steps/degree. Tolerances are a
+// multiple of the matmul unit roundoff u16 (fp16 4.9e-4, bf16 3.9e-3): a Newton
+// iteration's error settles near its rounding level times the conditioning of the
+// iteration (≈ κ^{1/p}·√b·u16 ≲ 10·u16 here) — measured ≤ 3·u16 — so 20·u16 for
+// fp16 and bf16. fp32 runs must meet the 10-step convergence bound 1e-3 (κ = 10
+// converges fully; Chebyshev's interval is set to 1/(κ√b), below the scaled
+// spectrum for every scaling, where degree 40 reaches ~(1 + 2√δ)^{-40} ≈ 4e-4).
+TEST_P(EveryCombination, WithinTheToleranceOfItsPrecision) {
+  auto [method, scaling, precision] = GetParam();
+  auto spectrum = log_spaced_spectrum(2, 64, 10.0, 51);
+  auto options = InverseRootOptions().method(method).scaling(scaling).precision(precision).epsilon(0.0)
+      .chebyshev_interval_min(1.0 / (10.0 * 8.0) / 1.01);
+  double tolerance = 1e-3;
+  if (precision == MatmulPrecision::FP16) tolerance = 20 * 4.9e-4;
+  if (precision == MatmulPrecision::BF16) tolerance = 20 * 3.9e-3;
+  for (int64_t p : {2, 4}) {
+    auto result = inverse_root_with_diagnostics(spectrum.matrices.to(at::kFloat), p, options);
+    ASSERT_EQ(result.root.scalar_type(), at::kFloat);
+    EXPECT_TRUE(result.finite.all().item<bool>());
+    EXPECT_LE(max_relative_error(result.root, reference_inverse_root(spectrum, 0.0, p)), tolerance) << "p=" << p;
+  }
+}
+
+// Where the solvers cannot succeed (κ = 1e6 at 10 steps, 16-bit NDB which the
+// paper found unstable), the result may be poor but never silently so: any matrix
+// whose root is off by more than 50% is flagged non-finite or has residual > 0.1.
+TEST_P(EveryCombination, PoorResultsAreFlaggedByTheDiagnostics) {
+  auto [method, scaling, precision] = GetParam();
+  auto spectrum = log_spaced_spectrum(4, 64, 1e6, 52);
+  auto options = InverseRootOptions().method(method).scaling(scaling).precision(precision).epsilon(0.0);
+  auto result = inverse_root_with_diagnostics(spectrum.matrices.to(at::kFloat), 4, options);
+  auto errors = testing::relative_errors(result.root, reference_inverse_root(spectrum, 0.0, 4));
+  auto poor = ~(errors <= 0.5);
+  auto flagged = ~result.finite | ~(result.residual <= 0.1);
+  EXPECT_TRUE((~poor | flagged).all().item<bool>()) << "errors " << errors << " residuals " << result.residual;
+}
+
+std::string combination_name(const ::testing::TestParamInfo<Combination>& info) {
+  auto [method, scaling, precision] = info.param;
+  auto scaling_name = to_string(scaling);
+  for (auto& c : scaling_name) c = c == '-' ? '_' : c;
+  return to_string(method) + "_" + scaling_name + "_" + to_string(precision);
+}
+
+INSTANTIATE_TEST_SUITE_P(Iterative, EveryCombination,
+    ::testing::Combine(
+        ::testing::Values(RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev),
+        ::testing::Values(Scaling::Frobenius, Scaling::PowerIteration, Scaling::MultiPowerIteration),
+        ::testing::Values(MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16)),
+    combination_name);
+
+// EVD ignores the scaling (it needs no spectral bound); precision applies to its
+// reconstruction matmul.
+INSTANTIATE_TEST_SUITE_P(Evd, EveryCombination,
+    ::testing::Combine(
+        ::testing::Values(RootMethod::EVD),
+        ::testing::Values(Scaling::Frobenius),
+        ::testing::Values(MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16)),
+    combination_name);
+
+}  // namespace
+}  // namespace dash
