@@ -1,0 +1,118 @@
+#pragma once
+
+// dash::Dash — batched block Shampoo (DASH) as a torch::optim::Optimizer.
+// The algorithm is ../shared/dash-algorithm.md §2–§4; the root solvers are
+// <dash/inverse_root.h>.
+
+#include <dash/inverse_root.h>
+
+#include <torch/arg.h>
+#include <torch/optim/optimizer.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace dash {
+namespace optim {
+class Engine;
+}  // namespace optim
+
+/// Direction whose per-block norm the Shampoo update is scaled to (spec §4 step 6).
+enum class GraftingType { Adam, RMSprop, AdaGrad, SGD, None };
+
+/// What happens to parameters that are 1-D after squeezing size-1 dimensions.
+enum class OneDimensional {
+  AdamW,      ///< AdamW with `adamw_betas` / `adamw_eps` (0-D parameters always use it)
+  Shampoo1D,  ///< segments of ≤ block_size, one factor L = EMA(g gᵀ) each, root 2
+};
+
+/// How the blocks are processed.
+enum class Execution {
+  Batched,     ///< one batched call per stack (DASH)
+  Sequential,  ///< one block at a time, per-matrix calls (the Distributed Shampoo baseline)
+};
+
+/// What a non-finite gradient does. Either way one scalar is read back per step.
+enum class NonFiniteGradients { Error, SkipStep };
+
+struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions> {
+  using betas_t = std::tuple<double, double>;
+
+  DashOptions(double lr = 1e-3);  // NOLINT(google-explicit-constructor): like AdamWOptions
+
+  TORCH_ARG(double, lr) = 1e-3;
+  /// β_G: EMA of the gradient (momentum of Ĝ).
+  TORCH_ARG(double, beta_grad) = 0.9;
+  /// β_LR: EMA of the factors L, R; 1 means plain sums (AdaGrad style).
+  TORCH_ARG(double, beta_factor) = 0.95;
+  /// β_g: EMA of the grafting statistic (Adam, RMSprop).
+  TORCH_ARG(double, beta_graft) = 0.95;
+  TORCH_ARG(double, eps_graft) = 1e-8;
+  TORCH_ARG(int64_t, block_size) = 1024;
+  /// f: inverse roots are recomputed at start_step and every f steps after it.
+  TORCH_ARG(int64_t, root_frequency) = 10;
+  /// t_start: first preconditioned step; before it the step is the grafting direction.
+  TORCH_ARG(int64_t, start_step) = 10;
+  /// Solver, scaling, precision and ε of the inverse roots.
+  TORCH_ARG(InverseRootOptions, root) = InverseRootOptions();
+  /// Root per side; 0: 4 for matrices (spec's L^{-1/4} G R^{-1/4}), 2 for 1-D Shampoo.
+  TORCH_ARG(int64_t, exponent_override) = 0;
+  TORCH_ARG(GraftingType, grafting) = GraftingType::Adam;
+  TORCH_ARG(double, momentum) = 0.0;
+  TORCH_ARG(bool, nesterov) = false;
+  /// Decoupled weight decay W ← W(1 − lr·wd).
+  TORCH_ARG(double, weight_decay) = 0.0;
+  /// Whether 1-D (and 0-D) parameters are decayed too.
+  TORCH_ARG(bool, decay_one_dimensional) = false;
+  TORCH_ARG(bool, bias_correction) = true;
+  TORCH_ARG(OneDimensional, one_dimensional) = OneDimensional::AdamW;
+  TORCH_ARG(betas_t, adamw_betas) = std::make_tuple(0.9, 0.95);
+  TORCH_ARG(double, adamw_eps) = 1e-8;
+  TORCH_ARG(Execution, execution) = Execution::Batched;
+  TORCH_ARG(NonFiniteGradients, non_finite_gradients) = NonFiniteGradients::Error;
+
+ public:
+  void serialize(torch::serialize::InputArchive& archive) override;
+  void serialize(torch::serialize::OutputArchive& archive) const override;
+  double get_lr() const override;
+  void set_lr(const double lr) override;
+};
+
+/// Health of one factor stack (all factors of one size in one parameter group).
+struct FactorStackDiagnostics {
+  int64_t group = 0;
+  int64_t size = 0;      ///< b of the (N, b, b) stack
+  int64_t count = 0;     ///< N
+  int64_t root = 0;      ///< p of the inverse root
+  int64_t failures = 0;  ///< factor-roots kept from before because the new one failed
+};
+
+struct DashDiagnostics {
+  std::vector<FactorStackDiagnostics> factor_stacks;
+  int64_t skipped_steps = 0;  ///< steps skipped for non-finite gradients
+};
+
+class Dash : public torch::optim::Optimizer {
+ public:
+  explicit Dash(std::vector<torch::optim::OptimizerParamGroup> param_groups, DashOptions defaults = {});
+  explicit Dash(std::vector<at::Tensor> params, DashOptions defaults = {});
+  ~Dash() override;
+
+  at::Tensor step(LossClosure closure = nullptr) override;
+  void save(torch::serialize::OutputArchive& archive) const override;
+  void load(torch::serialize::InputArchive& archive) override;
+
+  /// Failure counters and skip counts; reads a few scalars back from the device.
+  DashDiagnostics diagnostics() const;
+
+  /// Optimizer state held, in bytes (factors, roots, moments, statistics).
+  int64_t state_bytes() const;
+
+ private:
+  std::unique_ptr<optim::Engine> engine_;
+};
+
+}  // namespace dash

@@ -1,0 +1,111 @@
+#include "blocking/stack_plan.h"
+
+#include <c10/util/Exception.h>
+
+#include <map>
+#include <tuple>
+
+namespace dash::blocking {
+namespace {
+
+// Flat order: per group, preconditioned parameters first, then the AdamW ones,
+// so that each group's AdamW parameters are one contiguous segment.
+void place_parameters(StackPlan& plan, const std::vector<std::vector<int64_t>>& shapes,
+    const std::vector<int64_t>& groups, const std::vector<GroupBlocking>& blocking) {
+  plan.parameters.resize(shapes.size());
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    TORCH_CHECK(groups[i] >= 0 && groups[i] < static_cast<int64_t>(blocking.size()),
+        "dash: parameter ", i, " refers to group ", groups[i], " of ", blocking.size());
+    auto& slot = plan.parameters[i];
+    slot.group = groups[i];
+    slot.view = matrix_view(shapes[i]);
+    slot.numel = 1;
+    for (auto size : shapes[i]) slot.numel *= size;
+    slot.preconditioned = slot.numel > 0 && (slot.view.kind == ParameterKind::Matrix ||
+        (slot.view.kind == ParameterKind::Vector && blocking[slot.group].shampoo_1d));
+  }
+  for (int64_t group = 0; group < static_cast<int64_t>(blocking.size()); ++group) {
+    for (bool preconditioned : {true, false}) {
+      AdamWSegment segment{group, plan.flat_numel, 0, {}};
+      for (size_t i = 0; i < shapes.size(); ++i) {
+        auto& slot = plan.parameters[i];
+        if (slot.group != group || slot.preconditioned != preconditioned) continue;
+        slot.offset = plan.flat_numel;
+        plan.flat_numel += slot.numel;
+        if (!preconditioned) {
+          segment.numel += slot.numel;
+          segment.params.push_back(static_cast<int64_t>(i));
+        }
+      }
+      if (!preconditioned && !segment.params.empty()) plan.adamw_segments.push_back(std::move(segment));
+    }
+  }
+}
+
+void stack_blocks(StackPlan& plan, const std::vector<GroupBlocking>& blocking) {
+  std::map<std::tuple<int64_t, int64_t, int64_t, bool>, size_t> stack_of;  // (group, rows, cols, one-sided)
+  for (size_t i = 0; i < plan.parameters.size(); ++i) {
+    const auto& slot = plan.parameters[i];
+    if (!slot.preconditioned) continue;
+    const bool one_sided = slot.view.kind == ParameterKind::Vector;
+    for (const auto& block : partition(slot.view.rows, slot.view.cols, blocking[slot.group].block_size)) {
+      auto key = std::make_tuple(slot.group, block.rows, block.cols, one_sided);
+      auto found = stack_of.find(key);
+      if (found == stack_of.end()) {
+        found = stack_of.emplace(key, plan.gradient_stacks.size()).first;
+        GradientStack stack;
+        stack.group = slot.group;
+        stack.rows = block.rows;
+        stack.cols = block.cols;
+        stack.one_sided = one_sided;
+        plan.gradient_stacks.push_back(std::move(stack));
+      }
+      auto& stack = plan.gradient_stacks[found->second];
+      stack.block_params.push_back(static_cast<int64_t>(i));
+      for (int64_t r = 0; r < block.rows; ++r) {
+        for (int64_t c = 0; c < block.cols; ++c) {
+          stack.flat_index.push_back(slot.offset + (block.row + r) * slot.view.cols + block.col + c);
+        }
+      }
+    }
+  }
+}
+
+void stack_factors(StackPlan& plan, const std::vector<GroupBlocking>& blocking) {
+  std::map<std::tuple<int64_t, int64_t, int64_t>, size_t> stack_of;  // (group, size, root)
+  auto reserve = [&](int64_t group, int64_t size, int64_t root, int64_t count, int64_t& stack, int64_t& offset) {
+    auto key = std::make_tuple(group, size, root);
+    auto found = stack_of.find(key);
+    if (found == stack_of.end()) {
+      found = stack_of.emplace(key, plan.factor_stacks.size()).first;
+      plan.factor_stacks.push_back({group, size, root, 0});
+    }
+    stack = static_cast<int64_t>(found->second);
+    offset = plan.factor_stacks[found->second].count;
+    plan.factor_stacks[found->second].count += count;
+  };
+  for (auto& stack : plan.gradient_stacks) {
+    const auto& group = blocking[stack.group];
+    const int64_t root = group.root_override > 0 ? group.root_override : (stack.one_sided ? 2 : 4);
+    reserve(stack.group, stack.rows, root, stack.count(), stack.left_stack, stack.left_offset);
+    if (!stack.one_sided) {
+      reserve(stack.group, stack.cols, root, stack.count(), stack.right_stack, stack.right_offset);
+    }
+  }
+}
+
+}  // namespace
+
+StackPlan plan_stacks(
+    const std::vector<std::vector<int64_t>>& shapes,
+    const std::vector<int64_t>& groups,
+    const std::vector<GroupBlocking>& blocking) {
+  TORCH_CHECK(shapes.size() == groups.size(), "dash: ", shapes.size(), " shapes but ", groups.size(), " groups");
+  StackPlan plan;
+  place_parameters(plan, shapes, groups, blocking);
+  stack_blocks(plan, blocking);
+  stack_factors(plan, blocking);
+  return plan;
+}
+
+}  // namespace dash::blocking

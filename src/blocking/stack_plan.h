@@ -1,0 +1,78 @@
+#pragma once
+
+// Where every block of every parameter lives (spec §2): gradient stacks group
+// blocks of equal shape, factor stacks group factors of equal size, and each
+// block's elements have fixed positions in one flat gradient buffer. Pure shape
+// bookkeeping, computed once per optimizer.
+
+#include "blocking/block_layout.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace dash::blocking {
+
+/// Per parameter group: what decides how its parameters are blocked.
+struct GroupBlocking {
+  int64_t block_size = 1024;
+  bool shampoo_1d = false;    ///< 1-D parameters are preconditioned (else AdamW)
+  int64_t root_override = 0;  ///< root per side; 0: 4 (matrices) or 2 (1-D Shampoo)
+};
+
+/// A parameter's place in the flat buffer.
+struct ParameterSlot {
+  int64_t group = 0;
+  int64_t offset = 0;  ///< first element in the flat buffer
+  int64_t numel = 0;
+  MatrixView view;
+  bool preconditioned = false;  ///< in gradient stacks (else in an AdamW segment)
+};
+
+/// Blocks of one shape (and one group); their L factors form one contiguous
+/// segment of a factor stack and their R factors another.
+struct GradientStack {
+  int64_t group = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  bool one_sided = false;             ///< 1-D Shampoo: L only
+  std::vector<int64_t> block_params;  ///< parameter index of each block
+  std::vector<int64_t> flat_index;    ///< count · rows · cols positions in the flat buffer
+  int64_t left_stack = -1;
+  int64_t left_offset = 0;
+  int64_t right_stack = -1;  ///< -1 when one-sided
+  int64_t right_offset = 0;
+
+  int64_t count() const { return static_cast<int64_t>(block_params.size()); }
+};
+
+/// Factors of one size and root (and one group), stacked (count, size, size).
+struct FactorStack {
+  int64_t group = 0;
+  int64_t size = 0;
+  int64_t root = 0;
+  int64_t count = 0;
+};
+
+/// The AdamW-handled parameters of one group: a contiguous run of the flat buffer.
+struct AdamWSegment {
+  int64_t group = 0;
+  int64_t offset = 0;
+  int64_t numel = 0;
+  std::vector<int64_t> params;
+};
+
+struct StackPlan {
+  std::vector<ParameterSlot> parameters;
+  std::vector<GradientStack> gradient_stacks;
+  std::vector<FactorStack> factor_stacks;
+  std::vector<AdamWSegment> adamw_segments;
+  int64_t flat_numel = 0;
+};
+
+/// `shapes[i]` and `groups[i]` describe parameter i; `blocking[g]` group g.
+StackPlan plan_stacks(
+    const std::vector<std::vector<int64_t>>& shapes,
+    const std::vector<int64_t>& groups,
+    const std::vector<GroupBlocking>& blocking);
+
+}  // namespace dash::blocking

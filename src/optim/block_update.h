@@ -1,0 +1,48 @@
+#pragma once
+
+// The per-block arithmetic of one DASH step (spec §4), on a run of blocks given
+// as stacked tensors. The batched execution passes whole stacks, the sequential
+// one single-block slices: both run exactly this code.
+
+#include <dash/optimizer.h>
+
+#include <ATen/core/Tensor.h>
+
+namespace dash::optim {
+
+/// The scalar hyper-parameters of a step, from the group's options.
+struct StepHyper {
+  double beta_grad = 0.9;
+  double beta_graft = 0.95;
+  double eps_graft = 1e-8;
+  GraftingType grafting = GraftingType::Adam;
+  bool bias_correction = true;
+  double momentum = 0.0;
+  bool nesterov = false;
+};
+
+/// Per-block state besides the factors; every tensor is (n, rows, cols) except
+/// `steps` (n, 1, 1), the step count t of each block (already incremented).
+struct MomentState {
+  at::Tensor grad_ema;    ///< M (EMA of G with β_G)
+  at::Tensor graft_stat;  ///< A (undefined for SGD and None grafting)
+  at::Tensor momentum;    ///< B_m (undefined when μ = 0)
+  at::Tensor steps;
+};
+
+/// L ← β L + (1 − β) G Gᵀ (left) or R ← β R + (1 − β) Gᵀ G, in place; β = 1 adds.
+void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, double beta);
+
+/// Updates M and A in place and returns {Ĝ, P_g}: the bias-corrected gradient EMA
+/// and the grafting direction (P_g = Ĝ for SGD and None).
+std::pair<at::Tensor, at::Tensor> grafting_direction(const at::Tensor& grad, MomentState& state, const StepHyper& hyper);
+
+/// U = L̄ Ĝ R̄ (R̄ undefined: one-sided, U = L̄ Ĝ), rescaled per block to the norm of
+/// P_g unless grafting is None: P = U ‖P_g‖_F / (‖U‖_F + 1e-16).
+at::Tensor preconditioned_direction(const at::Tensor& ghat, const at::Tensor& graft, const at::Tensor& left_root,
+    const at::Tensor& right_root, GraftingType grafting);
+
+/// Heavy-ball or Nesterov momentum on the direction (spec §4 step 8); updates B_m.
+at::Tensor apply_momentum(const at::Tensor& direction, MomentState& state, const StepHyper& hyper);
+
+}  // namespace dash::optim

@@ -1,0 +1,184 @@
+#include <dash/optimizer.h>
+
+#include "optim/dash_options.h"
+#include "optim/engine.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+#include <torch/serialize/archive.h>
+
+#include <string>
+#include <utility>
+
+namespace dash {
+namespace {
+
+constexpr int64_t kCheckpointFormat = 1;
+
+// Describes everything the state's shapes depend on; a checkpoint only loads into
+// an optimizer with the same description.
+std::string layout_signature(const optim::Engine& engine, const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+  std::string signature;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto& options = static_cast<const DashOptions&>(groups[g].options());
+    signature += "group " + std::to_string(g) + " B=" + std::to_string(options.block_size()) +
+        " 1d=" + std::to_string(static_cast<int>(options.one_dimensional())) +
+        " root=" + std::to_string(options.exponent_override()) +
+        " graft=" + std::to_string(static_cast<int>(options.grafting())) +
+        " momentum=" + std::to_string(options.momentum() > 0.0) + ":";
+    for (const auto& param : groups[g].params()) signature += " " + c10::str(param.sizes());
+    signature += "\n";
+  }
+  signature += "stacks " + std::to_string(engine.stacks.size()) + " factors " + std::to_string(engine.factors.size());
+  return signature;
+}
+
+template <typename Visit>
+void for_each_state_tensor(optim::Engine& engine, Visit&& visit) {
+  auto moments = [&](const std::string& prefix, optim::MomentState& state) {
+    visit(prefix + ".grad_ema", state.grad_ema);
+    visit(prefix + ".graft_stat", state.graft_stat);
+    visit(prefix + ".momentum", state.momentum);
+    visit(prefix + ".steps", state.steps);
+  };
+  for (size_t s = 0; s < engine.stacks.size(); ++s) moments("stack." + std::to_string(s), engine.stacks[s].moments);
+  for (size_t k = 0; k < engine.factors.size(); ++k) {
+    const auto prefix = "factor." + std::to_string(k);
+    visit(prefix + ".factors", engine.factors[k].factors);
+    visit(prefix + ".roots", engine.factors[k].roots);
+    visit(prefix + ".failures", engine.factors[k].failures);
+  }
+  for (size_t j = 0; j < engine.segments.size(); ++j) {
+    moments("segment." + std::to_string(j), engine.segments[j].moments);
+  }
+}
+
+}  // namespace
+
+Dash::Dash(std::vector<torch::optim::OptimizerParamGroup> param_groups, DashOptions defaults)
+    : Optimizer(std::move(param_groups), std::make_unique<DashOptions>(defaults)) {
+  optim::check_options(defaults);
+  for (const auto& group : param_groups_) {
+    optim::check_options(static_cast<const DashOptions&>(group.options()));
+  }
+  engine_ = std::make_unique<optim::Engine>(param_groups_);
+}
+
+Dash::Dash(std::vector<at::Tensor> params, DashOptions defaults)
+    : Dash({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults)) {}
+
+Dash::~Dash() = default;
+
+at::Tensor Dash::step(LossClosure closure) {
+  at::NoGradGuard no_grad;
+  at::Tensor loss;
+  if (closure) {
+    at::AutoGradMode enable_grad(true);
+    loss = closure();
+  }
+  if (!engine_->matches(param_groups_)) {
+    TORCH_CHECK(engine_->steps_taken == 0,
+        "dash::Dash: parameters changed after the first step; add all parameter groups before stepping");
+    for (const auto& group : param_groups_) {
+      optim::check_options(static_cast<const DashOptions&>(group.options()));
+    }
+    engine_ = std::make_unique<optim::Engine>(param_groups_);
+  }
+  engine_->step(param_groups_);
+  return loss;
+}
+
+DashDiagnostics Dash::diagnostics() const {
+  DashDiagnostics result;
+  for (size_t k = 0; k < engine_->factors.size(); ++k) {
+    const auto& stack = engine_->plan.factor_stacks[k];
+    result.factor_stacks.push_back(
+        {stack.group, stack.size, stack.count, stack.root, engine_->factors[k].failures.item<int64_t>()});
+  }
+  result.skipped_steps = engine_->skipped_steps;
+  return result;
+}
+
+int64_t Dash::state_bytes() const {
+  int64_t bytes = 0;
+  for_each_state_tensor(*engine_, [&](const std::string&, const at::Tensor& tensor) {
+    if (tensor.defined()) bytes += tensor.numel() * static_cast<int64_t>(tensor.element_size());
+  });
+  return bytes;
+}
+
+void Dash::save(torch::serialize::OutputArchive& archive) const {
+  archive.write("dash.format", c10::IValue(kCheckpointFormat));
+  archive.write("dash.layout", c10::IValue(layout_signature(*engine_, param_groups_)));
+  archive.write("dash.steps_taken", c10::IValue(engine_->steps_taken));
+  archive.write("dash.skipped_steps", c10::IValue(engine_->skipped_steps));
+  archive.write("dash.groups", c10::IValue(static_cast<int64_t>(param_groups_.size())));
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    torch::serialize::OutputArchive options_archive;
+    static_cast<const DashOptions&>(param_groups_[g].options()).serialize(options_archive);
+    archive.write("dash.group." + std::to_string(g), options_archive);
+  }
+  for (size_t s = 0; s < engine_->stacks.size(); ++s) {
+    archive.write("stack." + std::to_string(s) + ".host_steps", at::tensor(engine_->stacks[s].steps, at::kLong));
+  }
+  for_each_state_tensor(*engine_, [&](const std::string& key, const at::Tensor& tensor) {
+    if (tensor.defined()) archive.write(key, tensor, /*is_buffer=*/true);
+  });
+}
+
+// Everything is read into a fresh engine and fresh options first; the optimizer
+// is changed only after the whole checkpoint has been read and checked.
+void Dash::load(torch::serialize::InputArchive& archive) {
+  auto read_value = [&](const std::string& key) {
+    c10::IValue value;
+    archive.read(key, value);
+    return value;
+  };
+  TORCH_CHECK(read_value("dash.format").toInt() == kCheckpointFormat,
+      "dash::Dash: unsupported checkpoint format");
+  TORCH_CHECK(read_value("dash.groups").toInt() == static_cast<int64_t>(param_groups_.size()),
+      "dash::Dash: the checkpoint has ", read_value("dash.groups").toInt(), " parameter groups, this optimizer ",
+      param_groups_.size());
+  std::vector<DashOptions> options(param_groups_.size());
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    torch::serialize::InputArchive options_archive;
+    archive.read("dash.group." + std::to_string(g), options_archive);
+    options[g].serialize(options_archive);
+  }
+  // The layout is checked with the checkpoint's options applied to these parameters.
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    groups.emplace_back(param_groups_[g].params(), std::make_unique<DashOptions>(options[g]));
+  }
+  auto engine = std::make_unique<optim::Engine>(groups);
+  const auto saved_layout = read_value("dash.layout").toStringRef();
+  const auto layout = layout_signature(*engine, groups);
+  TORCH_CHECK(saved_layout == layout,
+      "dash::Dash: the checkpoint was saved for other parameters or options.\ncheckpoint:\n", saved_layout,
+      "\nthis optimizer:\n", layout);
+  engine->steps_taken = read_value("dash.steps_taken").toInt();
+  engine->skipped_steps = read_value("dash.skipped_steps").toInt();
+  for (size_t s = 0; s < engine->stacks.size(); ++s) {
+    at::Tensor host_steps;
+    archive.read("stack." + std::to_string(s) + ".host_steps", host_steps, /*is_buffer=*/true);
+    TORCH_CHECK(host_steps.numel() == static_cast<int64_t>(engine->stacks[s].steps.size()),
+        "dash::Dash: corrupt checkpoint (stack ", s, " step counts)");
+    auto values = host_steps.to(at::kLong).contiguous();
+    engine->stacks[s].steps.assign(values.data_ptr<int64_t>(), values.data_ptr<int64_t>() + values.numel());
+  }
+  for_each_state_tensor(*engine, [&](const std::string& key, at::Tensor& tensor) {
+    if (!tensor.defined()) return;
+    at::Tensor saved;
+    archive.read(key, saved, /*is_buffer=*/true);
+    TORCH_CHECK(saved.sizes() == tensor.sizes() && saved.scalar_type() == tensor.scalar_type(),
+        "dash::Dash: corrupt checkpoint: '", key, "' has shape ", saved.sizes(), " ", saved.scalar_type(),
+        ", expected ", tensor.sizes(), " ", tensor.scalar_type());
+    tensor.copy_(saved);
+  });
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    param_groups_[g].set_options(std::make_unique<DashOptions>(options[g]));
+  }
+  engine_ = std::move(engine);
+}
+
+}  // namespace dash

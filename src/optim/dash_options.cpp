@@ -1,0 +1,134 @@
+#include "optim/dash_options.h"
+
+#include <torch/serialize/archive.h>
+
+#include <c10/util/Exception.h>
+
+#include <cmath>
+
+namespace dash {
+
+DashOptions::DashOptions(double lr) : lr_(lr) {}
+
+double DashOptions::get_lr() const { return lr(); }
+void DashOptions::set_lr(const double lr) { this->lr(lr); }
+
+namespace {
+
+// Options are stored under their names; enums as integers, so that a checkpoint
+// records every option.
+template <typename Value>
+void write(torch::serialize::OutputArchive& archive, const char* name, Value value) {
+  archive.write(name, c10::IValue(value));
+}
+
+template <typename Value>
+Value read(torch::serialize::InputArchive& archive, const char* name) {
+  c10::IValue value;
+  archive.read(name, value);
+  if constexpr (std::is_same_v<Value, bool>) return value.toBool();
+  else if constexpr (std::is_same_v<Value, double>) return value.toDouble();
+  else return static_cast<Value>(value.toInt());
+}
+
+}  // namespace
+
+// One list of (name, member) pairs drives both directions.
+#define DASH_OPTION_FIELDS(FIELD)                                                     \
+  FIELD(lr, double) FIELD(beta_grad, double) FIELD(beta_factor, double)                \
+  FIELD(beta_graft, double) FIELD(eps_graft, double) FIELD(block_size, int64_t)        \
+  FIELD(root_frequency, int64_t) FIELD(start_step, int64_t)                            \
+  FIELD(exponent_override, int64_t) FIELD(grafting, GraftingType) FIELD(momentum, double) \
+  FIELD(nesterov, bool) FIELD(weight_decay, double) FIELD(decay_one_dimensional, bool)  \
+  FIELD(bias_correction, bool) FIELD(one_dimensional, OneDimensional)                  \
+  FIELD(adamw_eps, double) FIELD(execution, Execution)                                 \
+  FIELD(non_finite_gradients, NonFiniteGradients)
+
+#define DASH_ROOT_FIELDS(FIELD)                                                         \
+  FIELD(method, RootMethod) FIELD(eigen_heuristic, EigenHeuristic) FIELD(scaling, Scaling) \
+  FIELD(power_iterations, int64_t) FIELD(power_vectors, int64_t) FIELD(power_margin, double) \
+  FIELD(newton_steps, int64_t) FIELD(tolerance, double) FIELD(tolerance_check_interval, int64_t) \
+  FIELD(chebyshev_degree, int64_t) FIELD(chebyshev_interval_min, double) FIELD(epsilon, double) \
+  FIELD(precision, MatmulPrecision)
+
+void DashOptions::serialize(torch::serialize::OutputArchive& archive) const {
+  auto as_stored = [](auto value) {
+    using Value = decltype(value);
+    if constexpr (std::is_enum_v<Value>) return static_cast<int64_t>(value);
+    else return value;
+  };
+#define DASH_WRITE(name, type) write(archive, #name, as_stored(name()));
+#define DASH_WRITE_ROOT(name, type) write(archive, "root." #name, as_stored(root().name()));
+  DASH_OPTION_FIELDS(DASH_WRITE)
+  DASH_ROOT_FIELDS(DASH_WRITE_ROOT)
+#undef DASH_WRITE
+#undef DASH_WRITE_ROOT
+  write(archive, "adamw_beta1", std::get<0>(adamw_betas()));
+  write(archive, "adamw_beta2", std::get<1>(adamw_betas()));
+}
+
+void DashOptions::serialize(torch::serialize::InputArchive& archive) {
+  DashOptions loaded;
+  auto root_options = root();
+#define DASH_READ(name, type) loaded.name(read<type>(archive, #name));
+#define DASH_READ_ROOT(name, type) root_options.name(read<type>(archive, "root." #name));
+  DASH_OPTION_FIELDS(DASH_READ)
+  DASH_ROOT_FIELDS(DASH_READ_ROOT)
+#undef DASH_READ
+#undef DASH_READ_ROOT
+  loaded.root(root_options);
+  loaded.adamw_betas(std::make_tuple(read<double>(archive, "adamw_beta1"), read<double>(archive, "adamw_beta2")));
+  optim::check_options(loaded);
+  *this = loaded;
+}
+
+namespace optim {
+
+void check_options(const DashOptions& o) {
+  auto check_beta = [](double beta, const char* name, bool one_allowed) {
+    TORCH_CHECK(beta >= 0.0 && (beta < 1.0 || (one_allowed && beta == 1.0)),
+        "dash::Dash: ", name, " must be in [0, 1", one_allowed ? "]" : ")", ", got ", beta);
+  };
+  TORCH_CHECK(o.lr() >= 0.0 && std::isfinite(o.lr()), "dash::Dash: lr must be finite and >= 0, got ", o.lr());
+  check_beta(o.beta_grad(), "beta_grad", false);
+  check_beta(o.beta_factor(), "beta_factor", /*one_allowed=*/true);  // 1: plain sums
+  check_beta(o.beta_graft(), "beta_graft", false);
+  check_beta(std::get<0>(o.adamw_betas()), "adamw_betas[0]", false);
+  check_beta(std::get<1>(o.adamw_betas()), "adamw_betas[1]", false);
+  TORCH_CHECK(o.eps_graft() >= 0.0, "dash::Dash: eps_graft must be >= 0, got ", o.eps_graft());
+  TORCH_CHECK(o.adamw_eps() >= 0.0, "dash::Dash: adamw_eps must be >= 0, got ", o.adamw_eps());
+  TORCH_CHECK(o.block_size() >= 1, "dash::Dash: block_size must be >= 1, got ", o.block_size());
+  TORCH_CHECK(o.root_frequency() >= 1, "dash::Dash: root_frequency must be >= 1, got ", o.root_frequency());
+  TORCH_CHECK(o.start_step() >= 1, "dash::Dash: start_step must be >= 1, got ", o.start_step());
+  TORCH_CHECK(o.exponent_override() >= 0, "dash::Dash: exponent_override must be >= 0 (0 = default), got ",
+      o.exponent_override());
+  TORCH_CHECK(o.momentum() >= 0.0 && o.momentum() < 1.0, "dash::Dash: momentum must be in [0, 1), got ", o.momentum());
+  TORCH_CHECK(!o.nesterov() || o.momentum() > 0.0, "dash::Dash: nesterov needs momentum > 0");
+  TORCH_CHECK(o.weight_decay() >= 0.0, "dash::Dash: weight_decay must be >= 0, got ", o.weight_decay());
+  const auto& root = o.root();
+  TORCH_CHECK(root.epsilon() >= 0.0, "dash::Dash: root epsilon must be >= 0, got ", root.epsilon());
+  TORCH_CHECK(root.newton_steps() >= 1, "dash::Dash: root newton_steps must be >= 1, got ", root.newton_steps());
+  TORCH_CHECK(root.power_iterations() >= 1,
+      "dash::Dash: root power_iterations must be >= 1, got ", root.power_iterations());
+  TORCH_CHECK(root.chebyshev_degree() >= 1,
+      "dash::Dash: root chebyshev_degree must be >= 1, got ", root.chebyshev_degree());
+  const int64_t p = o.exponent_override();
+  TORCH_CHECK(root.method() != RootMethod::NewtonDB || p == 0 || (p & (p - 1)) == 0,
+      "dash::Dash: NewtonDB needs exponent_override 0 or a power of two, got ", p);
+}
+
+StepHyper step_hyper(const DashOptions& o) {
+  return {o.beta_grad(), o.beta_graft(), o.eps_graft(), o.grafting(), o.bias_correction(), o.momentum(), o.nesterov()};
+}
+
+StepHyper adamw_hyper(const DashOptions& o) {
+  return {std::get<0>(o.adamw_betas()), std::get<1>(o.adamw_betas()), o.adamw_eps(), GraftingType::Adam,
+      /*bias_correction=*/true, 0.0, false};
+}
+
+blocking::GroupBlocking group_blocking(const DashOptions& o) {
+  return {o.block_size(), o.one_dimensional() == OneDimensional::Shampoo1D, o.exponent_override()};
+}
+
+}  // namespace optim
+}  // namespace dash

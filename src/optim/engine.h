@@ -1,0 +1,84 @@
+#pragma once
+
+// The state and the step of dash::Dash. The optimizer class only forwards here;
+// the arithmetic is block_update.h, the shape bookkeeping stack_plan.h.
+
+#include <dash/optimizer.h>
+
+#include "blocking/stack_plan.h"
+#include "optim/block_update.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <vector>
+
+namespace dash::optim {
+
+/// Which blocks of a stack a piece of work touches. `take` gives the part of a
+/// stacked tensor those blocks own; `put` writes a modified part back (a no-op
+/// for views, which were modified in place).
+class Rows {
+ public:
+  static Rows all(int64_t count);
+  static Rows range(int64_t start, int64_t length);
+  static Rows subset(std::vector<int64_t> blocks, const at::Device& device);
+
+  at::Tensor take(const at::Tensor& full) const;
+  void put(at::Tensor& full, const at::Tensor& part) const;
+  /// The block numbers, on the host.
+  const std::vector<int64_t>& blocks() const { return blocks_; }
+
+ private:
+  std::vector<int64_t> blocks_;
+  bool everything_ = false;
+  at::Tensor indices_;  // defined: gathered copies
+};
+
+struct GradientStackState {
+  at::Tensor gather_index;  ///< (count · rows · cols) positions in the flat buffer
+  MomentState moments;
+  std::vector<int64_t> steps;  ///< host copy of each block's t (for scheduling)
+};
+
+struct FactorStackState {
+  at::Tensor factors;   ///< (N, b, b)
+  at::Tensor roots;     ///< (N, b, b); identity until a root is first computed
+  at::Tensor failures;  ///< () int64: roots kept because the new one failed
+};
+
+struct AdamWSegmentState {
+  MomentState moments;  ///< (1, 1, numel) tensors; steps per element
+};
+
+class Engine {
+ public:
+  /// Plans stacks for the parameters of `groups` and allocates zero state.
+  explicit Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups);
+
+  /// One optimizer step on the current gradients.
+  void step(const std::vector<torch::optim::OptimizerParamGroup>& groups);
+
+  bool matches(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
+
+  blocking::StackPlan plan;
+  std::vector<at::Tensor> params;
+  std::vector<GradientStackState> stacks;
+  std::vector<FactorStackState> factors;
+  std::vector<AdamWSegmentState> segments;
+  int64_t steps_taken = 0;
+  int64_t skipped_steps = 0;
+
+ private:
+  struct StepContext;
+  bool gather_gradients(StepContext& context);
+  void update_factors(StepContext& context, size_t stack, const Rows& rows);
+  void refresh_roots(StepContext& context, size_t factor_stack);
+  void write_direction(StepContext& context, size_t stack, const Rows& rows);
+  void update_adamw_segment(StepContext& context, size_t segment);
+  void apply_updates(StepContext& context);
+
+  at::Tensor flat_grad_;
+  at::Tensor flat_update_;
+};
+
+}  // namespace dash::optim

@@ -1,0 +1,98 @@
+// Stack planning: round trip of gradients through the stacks, grouping by shape,
+// factor segments and AdamW segments.
+
+#include "blocking/stack_plan.h"
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+#include <tuple>
+
+namespace dash::blocking {
+namespace {
+
+const std::vector<std::vector<int64_t>> kShapes = {{5, 3}, {3}, {2, 3, 3, 1}, {}, {4, 4}, {7}};
+
+// Gathering every stack from a flat buffer of distinct values and scattering it
+// back reproduces the preconditioned part of the buffer exactly, and no element is
+// in two stacks.
+TEST(StackPlan, GatherScatterRoundTrip) {
+  auto plan = plan_stacks(kShapes, {0, 0, 0, 0, 1, 1}, {{2, false, 0}, {3, true, 0}});
+  auto flat = at::arange(plan.flat_numel, at::kFloat);
+  auto rebuilt = at::full({plan.flat_numel}, -1.0f);
+  std::set<int64_t> seen;
+  for (const auto& stack : plan.gradient_stacks) {
+    auto index = at::tensor(stack.flat_index, at::kLong);
+    auto blocks = flat.index_select(0, index).view({stack.count(), stack.rows, stack.cols});
+    rebuilt.index_copy_(0, index, blocks.reshape(-1));
+    for (auto i : stack.flat_index) EXPECT_TRUE(seen.insert(i).second) << "element " << i << " twice";
+  }
+  for (size_t i = 0; i < kShapes.size(); ++i) {
+    const auto& slot = plan.parameters[i];
+    auto part = rebuilt.narrow(0, slot.offset, slot.numel);
+    if (slot.preconditioned) {
+      EXPECT_TRUE(at::equal(part, flat.narrow(0, slot.offset, slot.numel))) << "parameter " << i;
+    } else {
+      EXPECT_TRUE((part == -1.0f).all().item<bool>()) << "parameter " << i;
+    }
+  }
+}
+
+TEST(StackPlan, StacksGroupEqualShapesAndFactorsEqualSizes) {
+  // Group 0, B = 2: (5, 3) → blocks 2×2 ×2, 2×1 ×2, 1×2, 1×1; (2,3,3,1) → 6×3 →
+  // 2×2 ×3, 2×1 ×3. Group 1, B = 3, 1-D Shampoo: (4, 4) → 3×3, 3×1, 1×3, 1×1;
+  // (7) → segments 3, 3, 1 (one-sided).
+  auto plan = plan_stacks(kShapes, {0, 0, 0, 0, 1, 1}, {{2, false, 0}, {3, true, 0}});
+  std::map<std::tuple<int64_t, int64_t, int64_t, bool>, int64_t> counts;
+  for (const auto& stack : plan.gradient_stacks) {
+    counts[{stack.group, stack.rows, stack.cols, stack.one_sided}] = stack.count();
+  }
+  EXPECT_EQ((counts[{0, 2, 2, false}]), 5);
+  EXPECT_EQ((counts[{0, 2, 1, false}]), 5);
+  EXPECT_EQ((counts[{0, 1, 2, false}]), 1);
+  EXPECT_EQ((counts[{1, 3, 1, true}]), 2);
+  EXPECT_EQ((counts[{1, 1, 1, true}]), 1);
+  // Factor stacks: group 0 size 2 holds L of 2×2 (5) + R of 2×2 (5) + L of 2×1 (5)
+  // + R of 1×2 (1) = 16.
+  for (const auto& factor : plan.factor_stacks) {
+    if (factor.group == 0 && factor.size == 2) EXPECT_EQ(factor.count, 16);
+    if (factor.group == 1 && factor.size == 3 && factor.root == 2) EXPECT_EQ(factor.count, 2);
+  }
+  // Every gradient stack's factor segments fit inside their stacks, without overlap.
+  std::set<std::tuple<int64_t, int64_t>> used;
+  for (const auto& stack : plan.gradient_stacks) {
+    for (int64_t b = 0; b < stack.count(); ++b) {
+      EXPECT_TRUE(used.insert({stack.left_stack, stack.left_offset + b}).second);
+      EXPECT_EQ(plan.factor_stacks[stack.left_stack].size, stack.rows);
+      if (!stack.one_sided) {
+        EXPECT_TRUE(used.insert({stack.right_stack, stack.right_offset + b}).second);
+        EXPECT_EQ(plan.factor_stacks[stack.right_stack].size, stack.cols);
+      }
+    }
+  }
+}
+
+TEST(StackPlan, AdamWSegmentsAreContiguousPerGroup) {
+  auto plan = plan_stacks(kShapes, {0, 0, 0, 0, 1, 1}, {{2, false, 0}, {3, true, 0}});
+  ASSERT_EQ(plan.adamw_segments.size(), 1u);  // group 1 preconditions its 1-D parameter
+  const auto& segment = plan.adamw_segments[0];
+  EXPECT_EQ(segment.params, (std::vector<int64_t>{1, 3}));  // the (3) vector and the scalar
+  EXPECT_EQ(segment.numel, 4);
+  EXPECT_EQ(plan.parameters[1].offset, segment.offset);
+  EXPECT_EQ(plan.parameters[3].offset, segment.offset + 3);
+}
+
+// Matrices get root 4 per side, 1-D Shampoo segments root 2; an override replaces both.
+TEST(StackPlan, RootOverrideAndOneSidedRoots) {
+  auto plan = plan_stacks({{4, 4}, {5}}, {0, 0}, {{4, true, 0}});
+  std::set<std::tuple<int64_t, int64_t, int64_t>> stacks;  // (size, root, count)
+  for (const auto& factor : plan.factor_stacks) stacks.insert({factor.size, factor.root, factor.count});
+  EXPECT_EQ(stacks, (std::set<std::tuple<int64_t, int64_t, int64_t>>{{4, 4, 2}, {4, 2, 1}, {1, 2, 1}}));
+  auto overridden = plan_stacks({{4, 4}}, {0}, {{4, false, 2}});
+  EXPECT_EQ(overridden.factor_stacks[0].root, 2);
+}
+
+}  // namespace
+}  // namespace dash::blocking

@@ -1,0 +1,140 @@
+// Numerical safety and input checks of dash::Dash.
+
+#include <dash/optimizer.h>
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <limits>
+
+namespace dash {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string error_of(const std::function<void()>& call) {
+  try {
+    call();
+  } catch (const c10::Error& error) {
+    return error.what_without_backtrace();
+  }
+  return "<no error>";
+}
+
+DashOptions preconditioned_from_step_one(RootMethod method) {
+  return DashOptions(0.01).block_size(4).start_step(1).root_frequency(1).root(InverseRootOptions().method(method));
+}
+
+// Finite gradients never give non-finite parameters: zero gradients, scales from
+// 1e-20 to 1e20 (G Gᵀ overflows float32 at 1e20: those roots fail and are kept
+// from before), and rank-1 gradients, for every root method.
+TEST(DashSafety, FiniteGradientsKeepParametersFinite) {
+  auto generator = at::detail::createCPUGenerator(11);
+  for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+    for (double scale : {0.0, 1e-20, 1e-10, 1.0, 1e10, 1e20}) {
+      auto param = at::randn({6, 5}, generator).set_requires_grad(true);
+      Dash optimizer({param}, preconditioned_from_step_one(method));
+      for (int t = 0; t < 4; ++t) {
+        auto rank_one = at::outer(at::randn({6}, generator), at::randn({5}, generator));
+        param.mutable_grad() = (t % 2 == 0 ? rank_one : at::randn({6, 5}, generator)) * scale;
+        optimizer.step();
+      }
+      EXPECT_TRUE(at::isfinite(param).all().item<bool>()) << "method " << static_cast<int>(method) << " scale " << scale;
+    }
+  }
+}
+
+// The 1e20 case: the factors overflow, so every root of that run fails and is
+// counted; the parameter still moves (grafting norm) and stays finite.
+TEST(DashSafety, FailedRootsAreCountedAndKept) {
+  auto param = at::ones({4, 4}).set_requires_grad(true);
+  Dash optimizer({param}, preconditioned_from_step_one(RootMethod::NewtonDB));
+  param.mutable_grad() = at::full({4, 4}, 1e20f);
+  optimizer.step();
+  auto diagnostics = optimizer.diagnostics();
+  ASSERT_EQ(diagnostics.factor_stacks.size(), 1u);
+  EXPECT_EQ(diagnostics.factor_stacks[0].failures, 2);  // L and R of the one block
+  EXPECT_TRUE(at::isfinite(param).all().item<bool>());
+}
+
+TEST(DashSafety, NonFiniteGradientRaisesByDefaultAndCanSkip) {
+  auto param = at::ones({4, 4}).set_requires_grad(true);
+  Dash optimizer({param}, DashOptions(0.1));
+  auto bad = at::ones({4, 4});
+  bad[1][2] = std::numeric_limits<float>::quiet_NaN();
+  param.mutable_grad() = bad;
+  EXPECT_THAT(error_of([&] { optimizer.step(); }), HasSubstr("non-finite gradient"));
+  EXPECT_TRUE(at::equal(param.detach(), at::ones({4, 4})));
+
+  Dash skipping({param}, DashOptions(0.1).non_finite_gradients(NonFiniteGradients::SkipStep));
+  skipping.step();
+  EXPECT_TRUE(at::equal(param.detach(), at::ones({4, 4})));
+  EXPECT_EQ(skipping.diagnostics().skipped_steps, 1);
+}
+
+TEST(DashSafety, SparseGradientIsRejected) {
+  auto param = at::ones({4, 4}).set_requires_grad(true);
+  Dash optimizer({param}, DashOptions(0.1));
+  param.mutable_grad() = at::ones({4, 4}).to_sparse();
+  EXPECT_THAT(error_of([&] { optimizer.step(); }), HasSubstr("sparse"));
+}
+
+// A parameter without a gradient is not touched, and its state does not advance:
+// after it gets gradients again it behaves like a fresh run of the same length.
+TEST(DashSafety, ParameterWithoutGradientIsSkipped) {
+  auto generator = at::detail::createCPUGenerator(5);
+  auto a = at::randn({6, 6}, generator).set_requires_grad(true);
+  auto b = at::randn({6, 6}, generator).set_requires_grad(true);
+  auto c = at::randn({3}, generator).set_requires_grad(true);
+  auto b_alone = b.detach().clone().set_requires_grad(true);
+  auto options = DashOptions(0.05).block_size(4).start_step(2).root_frequency(2).weight_decay(0.1);
+  Dash optimizer({a, b, c}, options);
+  Dash reference({b_alone}, options);
+  const auto b_before = b.detach().clone();
+  for (int t = 0; t < 3; ++t) {  // b and c have no gradient
+    a.mutable_grad() = at::randn({6, 6}, generator);
+    optimizer.step();
+  }
+  EXPECT_TRUE(at::equal(b.detach(), b_before));
+  for (int t = 0; t < 5; ++t) {
+    auto g = at::randn({6, 6}, generator);
+    a.mutable_grad() = at::randn({6, 6}, generator);
+    b.mutable_grad() = g;
+    b_alone.mutable_grad() = g.clone();
+    optimizer.step();
+    reference.step();
+  }
+  EXPECT_LE((b.detach() - b_alone.detach()).abs().max().item<double>(), 1e-5);
+}
+
+TEST(DashSafety, BadOptionsAreRejectedAtConstruction) {
+  auto param = at::ones({2, 2}).set_requires_grad(true);
+  auto with = [&](DashOptions options) { return error_of([&] { Dash optimizer({param}, options); }); };
+  EXPECT_THAT(with(DashOptions(-1.0)), HasSubstr("lr"));
+  EXPECT_THAT(with(DashOptions().beta_grad(1.0)), HasSubstr("beta_grad"));
+  EXPECT_THAT(with(DashOptions().beta_graft(-0.1)), HasSubstr("beta_graft"));
+  EXPECT_THAT(with(DashOptions().beta_factor(1.5)), HasSubstr("beta_factor"));
+  EXPECT_THAT(with(DashOptions().adamw_betas({0.9, 1.0})), HasSubstr("adamw_betas"));
+  EXPECT_THAT(with(DashOptions().block_size(0)), HasSubstr("block_size"));
+  EXPECT_THAT(with(DashOptions().root_frequency(0)), HasSubstr("root_frequency"));
+  EXPECT_THAT(with(DashOptions().start_step(0)), HasSubstr("start_step"));
+  EXPECT_THAT(with(DashOptions().root(InverseRootOptions().newton_steps(0))), HasSubstr("newton_steps"));
+  EXPECT_THAT(with(DashOptions().root(InverseRootOptions().epsilon(-1.0))), HasSubstr("epsilon"));
+  EXPECT_THAT(with(DashOptions().eps_graft(-1.0)), HasSubstr("eps_graft"));
+  EXPECT_THAT(with(DashOptions().momentum(1.0)), HasSubstr("momentum"));
+  EXPECT_THAT(with(DashOptions().weight_decay(-1.0)), HasSubstr("weight_decay"));
+  EXPECT_NO_THROW(Dash({param}, DashOptions().beta_factor(1.0)));  // AdaGrad-style sums
+}
+
+TEST(DashSafety, ParamGroupOptionsAreCheckedToo) {
+  auto param = at::ones({2, 2}).set_requires_grad(true);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<at::Tensor>{param}, std::make_unique<DashOptions>(DashOptions().block_size(-3)));
+  EXPECT_THAT(error_of([&] { Dash optimizer(groups, DashOptions()); }), HasSubstr("block_size"));
+}
+
+}  // namespace
+}  // namespace dash

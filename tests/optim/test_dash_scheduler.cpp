@@ -1,0 +1,48 @@
+// LibTorch's LR schedulers drive dash::Dash through get_lr/set_lr.
+
+#include <dash/optimizer.h>
+
+#include <ATen/ATen.h>
+#include <gtest/gtest.h>
+#include <torch/optim/schedulers/step_lr.h>
+
+namespace dash {
+namespace {
+
+TEST(DashScheduler, StepLRHalvesTheLearningRateOfEveryGroup) {
+  auto a = at::ones({4, 4}).set_requires_grad(true);
+  auto b = at::ones({3}).set_requires_grad(true);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<at::Tensor>{a});
+  groups.emplace_back(std::vector<at::Tensor>{b}, std::make_unique<DashOptions>(DashOptions(0.2)));
+  Dash optimizer(groups, DashOptions(0.1));
+  torch::optim::StepLR scheduler(optimizer, /*step_size=*/2, /*gamma=*/0.5);
+  // LibTorch's StepLR multiplies on its scheduler steps 2, 4, … (counting from 0).
+  for (int epoch = 0; epoch < 5; ++epoch) {
+    a.mutable_grad() = at::ones({4, 4});
+    b.mutable_grad() = at::ones({3});
+    optimizer.step();
+    scheduler.step();
+  }
+  EXPECT_DOUBLE_EQ(optimizer.param_groups()[0].options().get_lr(), 0.025);
+  EXPECT_DOUBLE_EQ(optimizer.param_groups()[1].options().get_lr(), 0.05);
+}
+
+// Each group's own lr sets its step: with Adam grafting the first step moves
+// every element by lr (|Ĝ/√Â| = 1 at t = 1).
+TEST(DashScheduler, GroupLearningRatesApplyToTheirParameters) {
+  auto a = at::zeros({4, 4}).set_requires_grad(true);
+  auto b = at::zeros({3}).set_requires_grad(true);
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<at::Tensor>{a});
+  groups.emplace_back(std::vector<at::Tensor>{b}, std::make_unique<DashOptions>(DashOptions(0.2)));
+  Dash optimizer(groups, DashOptions(0.1).eps_graft(0.0).adamw_eps(0.0));
+  a.mutable_grad() = at::ones({4, 4});
+  b.mutable_grad() = at::ones({3});
+  optimizer.step();
+  EXPECT_TRUE(at::allclose(a.detach(), at::full({4, 4}, -0.1f)));
+  EXPECT_TRUE(at::allclose(b.detach(), at::full({3}, -0.2f)));
+}
+
+}  // namespace
+}  // namespace dash
