@@ -4,10 +4,11 @@
 
 #include <ATen/ATen.h>
 
+#include "support/error_message.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <string>
 
 namespace dash {
@@ -15,14 +16,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const c10::Error& error) {
-    return error.what_without_backtrace();
-  }
-  return "<no error>";
-}
+using testing::error_of;
 
 const at::Tensor kGood = at::eye(4).expand({2, 4, 4}).contiguous();
 

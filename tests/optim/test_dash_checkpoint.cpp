@@ -17,9 +17,9 @@ namespace {
 
 struct Model {
   std::vector<at::Tensor> params;
-  explicit Model(uint64_t seed) {
+  explicit Model(uint64_t seed, const std::vector<int64_t>& first_shape = {7, 5}) {
     auto generator = at::detail::createCPUGenerator(seed);
-    params = {at::randn({7, 5}, generator), at::randn({5}, generator), at::randn({2, 3, 3}, generator)};
+    params = {at::randn(first_shape, generator), at::randn({5}, generator), at::randn({2, 3, 3}, generator)};
     for (auto& p : params) p.set_requires_grad(true);
   }
 };
@@ -63,31 +63,41 @@ TEST(DashCheckpoint, ResumeIsBitIdentical) {
   std::remove(optimizer_path.c_str());
 }
 
+// Steps a model, fails to load `path` into its optimizer, steps on: the parameters
+// must equal those of a twin that never tried to load.
+void expect_failed_load_changes_nothing(const std::vector<int64_t>& first_shape, const std::string& path,
+    const std::string& expected_message) {
+  Model model(3, first_shape);
+  Model twin(3, first_shape);
+  Dash optimizer(model.params, options());
+  Dash twin_optimizer(twin.params, options());
+  run_steps(model, optimizer, 0, 5);
+  run_steps(twin, twin_optimizer, 0, 5);
+  try {
+    torch::load(optimizer, path);
+    FAIL() << "no error";
+  } catch (const c10::Error& error) {
+    EXPECT_THAT(error.what_without_backtrace(), ::testing::HasSubstr(expected_message));
+  }
+  run_steps(model, optimizer, 5, 2);
+  run_steps(twin, twin_optimizer, 5, 2);
+  for (size_t i = 0; i < model.params.size(); ++i) EXPECT_TRUE(at::equal(model.params[i], twin.params[i]));
+}
+
 TEST(DashCheckpoint, OtherShapesGiveAClearErrorAndLeaveStateUnchanged) {
   Model model(2);
   Dash optimizer(model.params, options());
   run_steps(model, optimizer, 0, 3);
   const auto path = temp_path("shapes");
   torch::save(optimizer, path);
-
-  auto other = at::randn({6, 5}).set_requires_grad(true);
-  Dash mismatched({other, model.params[1], model.params[2]}, options());
-  run_steps(model, optimizer, 3, 1);  // any state
-  const auto before = mismatched.state_bytes();
-  try {
-    torch::load(mismatched, path);
-    FAIL() << "no error";
-  } catch (const c10::Error& error) {
-    EXPECT_THAT(error.what_without_backtrace(), ::testing::HasSubstr("saved for other parameters"));
-  }
-  EXPECT_EQ(mismatched.state_bytes(), before);
+  expect_failed_load_changes_nothing({6, 5}, path, "saved for other parameters");
   std::remove(path.c_str());
 }
 
 TEST(DashCheckpoint, CorruptFileGivesAnErrorAndLeavesStateUnchanged) {
-  Model model(3);
+  Model model(2);
   Dash optimizer(model.params, options());
-  run_steps(model, optimizer, 0, 5);
+  run_steps(model, optimizer, 0, 3);
   const auto path = temp_path("corrupt");
   torch::save(optimizer, path);
   {  // truncate the file
@@ -96,14 +106,7 @@ TEST(DashCheckpoint, CorruptFileGivesAnErrorAndLeavesStateUnchanged) {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size() / 2));
   }
-  // The state before the failed load, as the next step's result.
-  Model twin(3);
-  Dash twin_optimizer(twin.params, options());
-  run_steps(twin, twin_optimizer, 0, 5);
-  EXPECT_THROW(torch::load(optimizer, path), c10::Error);
-  run_steps(model, optimizer, 5, 2);
-  run_steps(twin, twin_optimizer, 5, 2);
-  for (size_t i = 0; i < model.params.size(); ++i) EXPECT_TRUE(at::equal(model.params[i], twin.params[i]));
+  expect_failed_load_changes_nothing({7, 5}, path, "");
   std::remove(path.c_str());
 }
 

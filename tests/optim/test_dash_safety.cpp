@@ -4,10 +4,11 @@
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include "support/error_message.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <functional>
 #include <limits>
 
 namespace dash {
@@ -15,14 +16,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-std::string error_of(const std::function<void()>& call) {
-  try {
-    call();
-  } catch (const c10::Error& error) {
-    return error.what_without_backtrace();
-  }
-  return "<no error>";
-}
+using testing::error_of;
 
 DashOptions preconditioned_from_step_one(RootMethod method) {
   return DashOptions(0.01).block_size(4).start_step(1).root_frequency(1).root(InverseRootOptions().method(method));

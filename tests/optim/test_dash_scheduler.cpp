@@ -9,13 +9,18 @@
 namespace dash {
 namespace {
 
-TEST(DashScheduler, StepLRHalvesTheLearningRateOfEveryGroup) {
-  auto a = at::ones({4, 4}).set_requires_grad(true);
-  auto b = at::ones({3}).set_requires_grad(true);
+// Group 0 takes the defaults (lr 0.1), group 1 sets lr 0.2.
+std::vector<torch::optim::OptimizerParamGroup> two_groups(const at::Tensor& a, const at::Tensor& b) {
   std::vector<torch::optim::OptimizerParamGroup> groups;
   groups.emplace_back(std::vector<at::Tensor>{a});
   groups.emplace_back(std::vector<at::Tensor>{b}, std::make_unique<DashOptions>(DashOptions(0.2)));
-  Dash optimizer(groups, DashOptions(0.1));
+  return groups;
+}
+
+TEST(DashScheduler, StepLRHalvesTheLearningRateOfEveryGroup) {
+  auto a = at::ones({4, 4}).set_requires_grad(true);
+  auto b = at::ones({3}).set_requires_grad(true);
+  Dash optimizer(two_groups(a, b), DashOptions(0.1));
   torch::optim::StepLR scheduler(optimizer, /*step_size=*/2, /*gamma=*/0.5);
   // LibTorch's StepLR multiplies on its scheduler steps 2, 4, … (counting from 0).
   for (int epoch = 0; epoch < 5; ++epoch) {
@@ -33,10 +38,7 @@ TEST(DashScheduler, StepLRHalvesTheLearningRateOfEveryGroup) {
 TEST(DashScheduler, GroupLearningRatesApplyToTheirParameters) {
   auto a = at::zeros({4, 4}).set_requires_grad(true);
   auto b = at::zeros({3}).set_requires_grad(true);
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(std::vector<at::Tensor>{a});
-  groups.emplace_back(std::vector<at::Tensor>{b}, std::make_unique<DashOptions>(DashOptions(0.2)));
-  Dash optimizer(groups, DashOptions(0.1).eps_graft(0.0).adamw_eps(0.0));
+  Dash optimizer(two_groups(a, b), DashOptions(0.1).eps_graft(0.0).adamw_eps(0.0));
   a.mutable_grad() = at::ones({4, 4});
   b.mutable_grad() = at::ones({3});
   optimizer.step();
