@@ -1,7 +1,9 @@
 // dash-bench: benchmarks of the dash library.
 //   dash-bench solvers [options]   inverse-root solvers on (N, b, b) stacks
+//   dash-bench step [options]      optimizer steps on model shapes (AdamW, sequential, batched)
 
 #include "solver_bench.h"
+#include "step_bench.h"
 
 #include <c10/util/Exception.h>
 
@@ -13,7 +15,11 @@
 int main(int argc, char** argv) {
   const std::string usage =
       "usage: dash-bench solvers [--preset quick|full] [--device cpu|cuda] [--p 4] [--cond 1e3]\n"
-      "                          [--methods evd,cn,ndb,chebyshev] [--warmup 1] [--reps 3] [--json PATH]\n";
+      "                          [--methods evd,cn,ndb,chebyshev] [--warmup 1] [--reps 3] [--json PATH]\n"
+      "       dash-bench step [--preset llama-tiny|llama-953m|smoke] [--layers N] [--shapes 512x512,512]\n"
+      "                       [--block 256] [--frequencies 1,10] [--methods evd,cn,ndb,chebyshev]\n"
+      "                       [--scalings fro,pi,multi-pi] [--precisions fp32,fp16,bf16] [--baseline 1]\n"
+      "                       [--warmup 1] [--steps K] [--device cpu|cuda] [--profile 0|1] [--json PATH]\n";
   if (argc < 2) {
     std::cerr << usage;
     return 2;
@@ -23,6 +29,9 @@ int main(int argc, char** argv) {
   try {
     if (command == "solvers") {
       return dash::bench::run_solver_bench(args);
+    }
+    if (command == "step") {
+      return dash::bench::run_step_bench(args);
     }
     std::cerr << "dash-bench: unknown command '" << command << "'\n" << usage;
     return 2;

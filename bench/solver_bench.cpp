@@ -4,6 +4,7 @@
 #include "solver_bench.h"
 
 #include "arguments.h"
+#include "format.h"
 #include "timing.h"
 
 #include <dash/dash.h>
@@ -64,44 +65,6 @@ std::vector<Configuration> configurations(const std::vector<std::string>& method
   return result;
 }
 
-at::ScalarType dtype_of(MatmulPrecision precision) {
-  switch (precision) {
-    case MatmulPrecision::FP16: return at::kHalf;
-    case MatmulPrecision::BF16: return at::kBFloat16;
-    default: return at::kFloat;
-  }
-}
-
-// GFLOP/s of a plain batched matmul on this shape, in the precision's dtype where
-// the backend has a native kernel for it (float32 otherwise: LibTorch 1.13 has no
-// float16 bmm on CPU).
-std::pair<double, std::string> matmul_ceiling(const Shape& shape, MatmulPrecision precision,
-    const at::TensorOptions& options, int warmup, int repetitions) {
-  auto x = at::randn({shape.count, shape.b, shape.b}, options);
-  auto dtype = dtype_of(precision);
-  try {
-    (void)at::bmm(x.to(dtype), x.to(dtype));
-  } catch (const c10::Error&) {
-    dtype = at::kFloat;
-  }
-  auto a = x.to(dtype);
-  auto b = x.transpose(1, 2).contiguous().to(dtype);
-  auto timing = time_it([&] { return at::bmm(a, b); }, warmup, repetitions);
-  double flops = 2.0 * static_cast<double>(shape.count * shape.b * shape.b * shape.b);
-  return {flops / (timing.median_ms * 1e6), std::string(c10::toString(dtype))};
-}
-
-std::string fixed(double value, int decimals) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
-  return buffer;
-}
-
-std::string scientific(double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.1e", value);
-  return buffer;
-}
 
 }  // namespace
 
@@ -146,7 +109,8 @@ int run_solver_bench(const std::vector<std::string>& args) {
     auto input = spectrum.matrices.to(options);
     std::map<MatmulPrecision, double> ceilings;
     for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16}) {
-      auto [gflops, dtype] = matmul_ceiling(shape, precision, options, warmup, repetitions);
+      std::string dtype;
+      double gflops = bmm_gflops(shape.count, shape.b, matmul_dtype(precision), device, warmup, repetitions, &dtype);
       ceilings[precision] = gflops;
       report["ceilings"].push_back({{"N", shape.count}, {"b", shape.b}, {"precision", to_string(precision)},
           {"matmul_dtype", dtype}, {"gflops", gflops}});

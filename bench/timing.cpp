@@ -32,4 +32,28 @@ TimingSummary time_it(const std::function<at::Tensor()>& work, int warmup, int r
   return {times[times.size() / 2], times.front(), times.back()};
 }
 
+at::ScalarType matmul_dtype(MatmulPrecision precision) {
+  switch (precision) {
+    case MatmulPrecision::FP16: return at::kHalf;
+    case MatmulPrecision::BF16: return at::kBFloat16;
+    case MatmulPrecision::FP32: break;
+  }
+  return at::kFloat;
+}
+
+double bmm_gflops(int64_t count, int64_t b, at::ScalarType dtype, const at::Device& device, int warmup,
+    int repetitions, std::string* measured_dtype) {
+  auto x = at::randn({count, b, b}, at::TensorOptions().device(device));
+  try {
+    (void)at::bmm(x.to(dtype), x.to(dtype));
+  } catch (const c10::Error&) {
+    dtype = at::kFloat;
+  }
+  if (measured_dtype) *measured_dtype = c10::toString(dtype);
+  auto a = x.to(dtype);
+  auto y = x.transpose(1, 2).contiguous().to(dtype);
+  auto timing = time_it([&] { return at::bmm(a, y); }, warmup, repetitions);
+  return 2.0 * static_cast<double>(count * b * b * b) / (timing.median_ms * 1e6);
+}
+
 }  // namespace dash::bench

@@ -2,9 +2,12 @@
 
 // Wall-clock timing of tensor work, synchronised on accelerators.
 
+#include <dash/inverse_root.h>
+
 #include <ATen/core/Tensor.h>
 
 #include <functional>
+#include <string>
 #include <vector>
 
 namespace dash::bench {
@@ -18,5 +21,15 @@ struct TimingSummary {
 /// Runs `work` `warmup` times untimed, then `repetitions` times timed. `work`
 /// returns a tensor the device must have finished before the clock stops.
 TimingSummary time_it(const std::function<at::Tensor()>& work, int warmup, int repetitions);
+
+/// The operand dtype of a matmul precision mode.
+at::ScalarType matmul_dtype(MatmulPrecision precision);
+
+/// GFLOP/s of a plain (count, b, b) × (count, b, b) bmm in `dtype` on `device` —
+/// the ceiling that solver and step throughput are compared with. Where the
+/// backend has no kernel for `dtype` (LibTorch 1.13: no float16 bmm on CPU) it
+/// measures float32 and reports that in `measured_dtype`.
+double bmm_gflops(int64_t count, int64_t b, at::ScalarType dtype, const at::Device& device, int warmup,
+    int repetitions, std::string* measured_dtype = nullptr);
 
 }  // namespace dash::bench

@@ -10,6 +10,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <tuple>
@@ -90,8 +91,18 @@ struct FactorStackDiagnostics {
   int64_t failures = 0;  ///< factor-roots kept from before because the new one failed
 };
 
+/// One stack of equal-shaped gradient blocks.
+struct BlockStackDiagnostics {
+  int64_t group = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t count = 0;
+  bool one_sided = false;  ///< 1-D Shampoo segment: L only
+};
+
 struct DashDiagnostics {
   std::vector<FactorStackDiagnostics> factor_stacks;
+  std::vector<BlockStackDiagnostics> block_stacks;
   int64_t skipped_steps = 0;  ///< steps skipped for non-finite gradients
 };
 
@@ -110,6 +121,12 @@ class Dash : public torch::optim::Optimizer {
 
   /// Optimizer state held, in bytes (factors, roots, moments, statistics).
   int64_t state_bytes() const;
+
+  /// Splits the wall time of the following steps into phases (copies, factors,
+  /// roots, grafting, preconditioning). Waits for the device at every phase
+  /// boundary, so it slows steps down: a measuring aid. Enabling resets the totals.
+  void profile_phases(bool enabled);
+  std::map<std::string, double> phase_times_ms() const;
 
  private:
   std::unique_ptr<optim::Engine> engine_;

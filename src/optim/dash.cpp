@@ -95,9 +95,18 @@ DashDiagnostics Dash::diagnostics() const {
     result.factor_stacks.push_back(
         {stack.group, stack.size, stack.count, stack.root, engine_->factors[k].failures.item<int64_t>()});
   }
+  for (const auto& stack : engine_->plan.gradient_stacks) {
+    result.block_stacks.push_back({stack.group, stack.rows, stack.cols, stack.count(), stack.one_sided});
+  }
   result.skipped_steps = engine_->skipped_steps;
   return result;
 }
+
+void Dash::profile_phases(bool enabled) {
+  engine_->profile.enable(enabled, engine_->params.empty() ? c10::Device(c10::kCPU) : engine_->params[0].device());
+}
+
+std::map<std::string, double> Dash::phase_times_ms() const { return engine_->profile.totals_ms(); }
 
 int64_t Dash::state_bytes() const {
   int64_t bytes = 0;

@@ -191,8 +191,13 @@ bool Engine::gather_gradients(StepContext& context) {
 void Engine::update_factors(StepContext& context, size_t s, const Rows& rows) {
   const auto& stack = plan.gradient_stacks[s];
   const double beta = context.options(stack.group).beta_factor();
-  auto elements = rows.take(stacks[s].gather_index.view({stack.count(), -1})).reshape(-1);
-  auto grad = flat_grad_.index_select(0, elements).view({-1, stack.rows, stack.cols});
+  at::Tensor grad;
+  {
+    ScopedPhase phase(profile, Phase::Copies);
+    auto elements = rows.take(stacks[s].gather_index.view({stack.count(), -1})).reshape(-1);
+    grad = flat_grad_.index_select(0, elements).view({-1, stack.rows, stack.cols});
+  }
+  ScopedPhase phase(profile, Phase::Factors);
   auto side = [&](int64_t factor_stack, int64_t offset, bool left) {
     auto segment = factors[factor_stack].factors.narrow(0, offset, stack.count());
     auto part = rows.take(segment);
@@ -221,6 +226,7 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
   const auto due_count = std::count(due.begin(), due.end(), true);
   if (due_count == 0) return;
   auto& state = factors[k];
+  ScopedPhase phase(profile, Phase::Roots);
   auto refresh = [&](const Rows& rows, const at::Tensor& due_mask) {
     auto part_factors = rows.take(state.factors);
     auto part_roots = rows.take(state.roots);
@@ -253,17 +259,27 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   const auto& stack = plan.gradient_stacks[s];
   const auto& options = context.options(stack.group);
   auto& state = stacks[s];
-  auto elements = rows.take(state.gather_index.view({stack.count(), -1})).reshape(-1);
-  auto grad = flat_grad_.index_select(0, elements).view({-1, stack.rows, stack.cols});
+  at::Tensor elements, grad;
+  {
+    ScopedPhase phase(profile, Phase::Copies);
+    elements = rows.take(state.gather_index.view({stack.count(), -1})).reshape(-1);
+    grad = flat_grad_.index_select(0, elements).view({-1, stack.rows, stack.cols});
+  }
   auto moments = take(state.moments, rows);
   const auto hyper = step_hyper(options);
-  auto [ghat, graft] = grafting_direction(grad, moments, hyper);
+  std::pair<at::Tensor, at::Tensor> directions;
+  {
+    ScopedPhase phase(profile, Phase::Grafting);
+    directions = grafting_direction(grad, moments, hyper);
+  }
+  const auto& [ghat, graft] = directions;
 
   // Which of these blocks are past t_start (decided on the host copy of t).
   std::vector<bool> started;
   for (auto b : rows.blocks()) started.push_back(state.steps[b] >= options.start_step());
   const auto started_count = std::count(started.begin(), started.end(), true);
 
+  ScopedPhase phase(profile, Phase::Preconditioning);
   at::Tensor direction = graft;
   if (started_count > 0) {
     auto root_part = [&](int64_t factor_stack, int64_t offset) {
@@ -285,6 +301,7 @@ void Engine::update_adamw_segment(StepContext& context, size_t j) {
   const auto& segment = plan.adamw_segments[j];
   const auto& options = context.options(segment.group);
   auto& moments = segments[j].moments;
+  ScopedPhase phase(profile, Phase::Grafting);
   auto grad = flat_grad_.narrow(0, segment.offset, segment.numel).view({1, 1, -1});
   bool all_active = true;
   for (auto i : segment.params) all_active = all_active && context.has_grad[i];
@@ -342,7 +359,11 @@ void Engine::apply_updates(StepContext& context) {
 void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
   StepContext context;
   context.groups = &groups;
-  if (params.empty() || !gather_gradients(context)) return;
+  if (params.empty()) return;
+  {
+    ScopedPhase phase(profile, Phase::Copies);
+    if (!gather_gradients(context)) return;
+  }
   ++steps_taken;
 
   // Host bookkeeping: active blocks and their t.
@@ -381,6 +402,7 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
   for (size_t k = 0; k < factors.size(); ++k) refresh_roots(context, k);
   for_each_active([&](size_t s, const Rows& rows) { write_direction(context, s, rows); });
   for (size_t j = 0; j < segments.size(); ++j) update_adamw_segment(context, j);
+  ScopedPhase phase(profile, Phase::Copies);
   apply_updates(context);
 }
 

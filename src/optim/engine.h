@@ -7,6 +7,7 @@
 
 #include "blocking/stack_plan.h"
 #include "optim/block_update.h"
+#include "optim/phase_profile.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -67,6 +68,7 @@ class Engine {
   std::vector<AdamWSegmentState> segments;
   int64_t steps_taken = 0;
   int64_t skipped_steps = 0;
+  PhaseProfile profile;
 
  private:
   struct StepContext;

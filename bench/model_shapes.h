@@ -1,0 +1,30 @@
+#pragma once
+
+// Parameter shapes of real models, for benchmarking optimizer steps.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dash::bench {
+
+struct ModelShapes {
+  std::string name;
+  std::vector<std::vector<int64_t>> shapes;
+  int64_t numel() const;
+};
+
+/// A Llama decoder: per layer q, k, v, o (d × d), SwiGLU gate and up (hidden × d),
+/// down (d × hidden) and two RMSNorm gains (d); untied embedding and output
+/// (vocab × d) and the final norm (d).
+ModelShapes llama(const std::string& name, int64_t d, int64_t layers, int64_t hidden, int64_t vocab);
+
+/// "llama-953m" (the paper's: d 2048, 16 layers, SwiGLU 5632, vocabulary 32000) or
+/// "llama-tiny" (d 512, 4 layers, SwiGLU 1408, vocabulary 8192); `layers` ≥ 0
+/// overrides the layer count.
+ModelShapes preset_model(const std::string& name, int64_t layers);
+
+/// "512x512,1408x512,512": shapes separated by commas, dimensions by 'x'.
+ModelShapes parse_shapes(const std::string& list);
+
+}  // namespace dash::bench
