@@ -5,14 +5,6 @@
 namespace dash::optim {
 namespace {
 
-// ‖X‖_F per block, (n, 1, 1), computed on X / max|X| so that the squares of large
-// entries (gradients up to 1e20) do not overflow float32.
-at::Tensor block_norm(const at::Tensor& x) {
-  auto magnitude = x.abs().amax({1, 2}, /*keepdim=*/true);
-  auto unit = x / magnitude.clamp_min(std::numeric_limits<float>::min());
-  return at::linalg_vector_norm(unit, 2, {1, 2}, /*keepdim=*/true) * magnitude;
-}
-
 // 1 − β^t per block; 1 when bias correction is off.
 at::Tensor bias_correction(double beta, const at::Tensor& steps, bool enabled) {
   if (!enabled) return at::ones_like(steps);
@@ -31,41 +23,51 @@ void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, do
   }
 }
 
-std::pair<at::Tensor, at::Tensor> grafting_direction(
-    const at::Tensor& grad, MomentState& state, const StepHyper& hyper) {
-  state.grad_ema.mul_(hyper.beta_grad).add_(grad, 1.0 - hyper.beta_grad);
-  auto ghat = state.grad_ema / bias_correction(hyper.beta_grad, state.steps, hyper.bias_correction);
-  switch (hyper.grafting) {
-    case GraftingType::Adam: {
-      state.graft_stat.mul_(hyper.beta_graft).addcmul_(grad, grad, 1.0 - hyper.beta_graft);
-      auto second = state.graft_stat / bias_correction(hyper.beta_graft, state.steps, hyper.bias_correction);
-      return {ghat, ghat / (second.sqrt() + hyper.eps_graft)};
-    }
-    case GraftingType::RMSprop:
-      state.graft_stat.mul_(hyper.beta_graft).addcmul_(grad, grad, 1.0 - hyper.beta_graft);
-      return {ghat, ghat / (state.graft_stat.sqrt() + hyper.eps_graft)};
-    case GraftingType::AdaGrad:
-      state.graft_stat.addcmul_(grad, grad);
-      return {ghat, ghat / (state.graft_stat.sqrt() + hyper.eps_graft)};
-    case GraftingType::SGD:
-    case GraftingType::None:
-      return {ghat, ghat};
-  }
-  return {ghat, ghat};
+Workspace Workspace::like(const at::Tensor& like) {
+  return {at::empty_like(like), at::empty_like(like), at::empty_like(like), at::empty_like(like)};
 }
 
-at::Tensor preconditioned_direction(const at::Tensor& ghat, const at::Tensor& graft, const at::Tensor& left_root,
-    const at::Tensor& right_root, GraftingType grafting) {
-  auto u = at::bmm(left_root, ghat);
-  if (right_root.defined()) u = at::bmm(u, right_root);
+void grafting_direction(const at::Tensor& grad, MomentState& state, const StepHyper& hyper, Workspace& work) {
+  state.grad_ema.mul_(hyper.beta_grad).add_(grad, 1.0 - hyper.beta_grad);
+  at::div_out(work.ghat, state.grad_ema, bias_correction(hyper.beta_grad, state.steps, hyper.bias_correction));
+  switch (hyper.grafting) {
+    case GraftingType::Adam:
+      state.graft_stat.mul_(hyper.beta_graft).addcmul_(grad, grad, 1.0 - hyper.beta_graft);
+      at::div_out(work.graft, state.graft_stat, bias_correction(hyper.beta_graft, state.steps, hyper.bias_correction));
+      work.graft.sqrt_().add_(hyper.eps_graft);
+      at::div_out(work.graft, work.ghat, work.graft);
+      return;
+    case GraftingType::RMSprop:
+      state.graft_stat.mul_(hyper.beta_graft).addcmul_(grad, grad, 1.0 - hyper.beta_graft);
+      break;
+    case GraftingType::AdaGrad:
+      state.graft_stat.addcmul_(grad, grad);
+      break;
+    case GraftingType::SGD:
+    case GraftingType::None:
+      work.graft.copy_(work.ghat);  // a copy: work.ghat may be reused as work.direction
+      return;
+  }
+  at::sqrt_out(work.graft, state.graft_stat).add_(hyper.eps_graft);
+  at::div_out(work.graft, work.ghat, work.graft);
+}
+
+at::Tensor preconditioned_direction(Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root,
+    GraftingType grafting) {
+  // Plain float32 norms: a block whose ‖U‖ overflows (entries ≳ 1e19) gets ratio 0,
+  // i.e. no step — as AdamW, whose G² overflows there too.
+  at::Tensor graft_norm;
+  if (grafting != GraftingType::None) graft_norm = at::linalg_vector_norm(work.graft, 2, {1, 2}, /*keepdim=*/true);
+  at::bmm_out(work.product, left_root, work.ghat);
+  auto& u = right_root.defined() ? at::bmm_out(work.direction, work.product, right_root) : work.product;
   if (grafting == GraftingType::None) return u;
-  return u * (block_norm(graft) / (block_norm(u) + 1e-16));
+  return u.mul_(graft_norm / (at::linalg_vector_norm(u, 2, {1, 2}, /*keepdim=*/true) + 1e-16));
 }
 
 at::Tensor apply_momentum(const at::Tensor& direction, MomentState& state, const StepHyper& hyper) {
   if (hyper.momentum == 0.0) return direction;
   state.momentum.mul_(hyper.momentum).add_(direction);
-  return hyper.nesterov ? direction + state.momentum * hyper.momentum : state.momentum.clone();
+  return hyper.nesterov ? direction.add_(state.momentum, hyper.momentum) : direction.copy_(state.momentum);
 }
 
 }  // namespace dash::optim

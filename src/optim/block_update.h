@@ -30,17 +30,33 @@ struct MomentState {
   at::Tensor steps;
 };
 
+/// Scratch tensors of a run of blocks, each (n, rows, cols). The batched path keeps
+/// them per stack across steps so that a step allocates no stack-sized tensors;
+/// there `product` shares memory with the gathered gradient (dead by then) and
+/// `direction` with `ghat` (dead once L̄ Ĝ is formed).
+struct Workspace {
+  at::Tensor ghat;
+  at::Tensor graft;
+  at::Tensor product;
+  at::Tensor direction;
+
+  /// Fresh buffers shaped like `like`.
+  static Workspace like(const at::Tensor& like);
+};
+
 /// L ← β L + (1 − β) G Gᵀ (left) or R ← β R + (1 − β) Gᵀ G, in place; β = 1 adds.
 void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, double beta);
 
-/// Updates M and A in place and returns {Ĝ, P_g}: the bias-corrected gradient EMA
-/// and the grafting direction (P_g = Ĝ for SGD and None).
-std::pair<at::Tensor, at::Tensor> grafting_direction(const at::Tensor& grad, MomentState& state, const StepHyper& hyper);
+/// Updates M and A in place and writes Ĝ (the bias-corrected gradient EMA) into
+/// work.ghat and the grafting direction P_g into work.graft (for SGD and None,
+/// work.graft becomes Ĝ itself).
+void grafting_direction(const at::Tensor& grad, MomentState& state, const StepHyper& hyper, Workspace& work);
 
 /// U = L̄ Ĝ R̄ (R̄ undefined: one-sided, U = L̄ Ĝ), rescaled per block to the norm of
-/// P_g unless grafting is None: P = U ‖P_g‖_F / (‖U‖_F + 1e-16).
-at::Tensor preconditioned_direction(const at::Tensor& ghat, const at::Tensor& graft, const at::Tensor& left_root,
-    const at::Tensor& right_root, GraftingType grafting);
+/// P_g unless grafting is None: P = U ‖P_g‖_F / (‖U‖_F + 1e-16). Uses work.product
+/// and work.direction; returns one of them.
+at::Tensor preconditioned_direction(Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root,
+    GraftingType grafting);
 
 /// Heavy-ball or Nesterov momentum on the direction (spec §4 step 8); updates B_m.
 at::Tensor apply_momentum(const at::Tensor& direction, MomentState& state, const StepHyper& hyper);

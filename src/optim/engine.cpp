@@ -123,6 +123,9 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
     state.gather_index = at::tensor(stack.flat_index, at::kLong).to(to.device());
     state.moments = zero_moments({stack.count(), stack.rows, stack.cols}, true, options, to, options.grafting());
     state.steps.assign(stack.count(), 0);
+    state.grad = at::empty({stack.count(), stack.rows, stack.cols}, to);
+    state.ghat = at::empty_like(state.grad);
+    state.graft = at::empty_like(state.grad);
     stacks.push_back(std::move(state));
   }
   for (const auto& stack : plan.factor_stacks) {
@@ -188,15 +191,20 @@ bool Engine::gather_gradients(StepContext& context) {
   return false;
 }
 
+// The gradient blocks of `rows`: for a whole stack, the persistent buffer that
+// step() filled; otherwise gathered now.
+at::Tensor Engine::gradient_blocks(size_t s, const Rows& rows) {
+  const auto& stack = plan.gradient_stacks[s];
+  if (rows.everything()) return stacks[s].grad;
+  ScopedPhase phase(profile, Phase::Copies);
+  auto elements = rows.take(stacks[s].gather_index.view({stack.count(), -1})).reshape(-1);
+  return flat_grad_.index_select(0, elements).view({-1, stack.rows, stack.cols});
+}
+
 void Engine::update_factors(StepContext& context, size_t s, const Rows& rows) {
   const auto& stack = plan.gradient_stacks[s];
   const double beta = context.options(stack.group).beta_factor();
-  at::Tensor grad;
-  {
-    ScopedPhase phase(profile, Phase::Copies);
-    auto elements = rows.take(stacks[s].gather_index.view({stack.count(), -1})).reshape(-1);
-    grad = flat_grad_.index_select(0, elements).view({-1, stack.rows, stack.cols});
-  }
+  auto grad = gradient_blocks(s, rows);
   ScopedPhase phase(profile, Phase::Factors);
   auto side = [&](int64_t factor_stack, int64_t offset, bool left) {
     auto segment = factors[factor_stack].factors.narrow(0, offset, stack.count());
@@ -259,20 +267,14 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   const auto& stack = plan.gradient_stacks[s];
   const auto& options = context.options(stack.group);
   auto& state = stacks[s];
-  at::Tensor elements, grad;
-  {
-    ScopedPhase phase(profile, Phase::Copies);
-    elements = rows.take(state.gather_index.view({stack.count(), -1})).reshape(-1);
-    grad = flat_grad_.index_select(0, elements).view({-1, stack.rows, stack.cols});
-  }
+  auto grad = rows.everything() ? state.grad : gradient_blocks(s, rows);
+  auto work = rows.everything() ? Workspace{state.ghat, state.graft, state.grad, state.ghat} : Workspace::like(grad);
   auto moments = take(state.moments, rows);
   const auto hyper = step_hyper(options);
-  std::pair<at::Tensor, at::Tensor> directions;
   {
     ScopedPhase phase(profile, Phase::Grafting);
-    directions = grafting_direction(grad, moments, hyper);
+    grafting_direction(grad, moments, hyper, work);
   }
-  const auto& [ghat, graft] = directions;
 
   // Which of these blocks are past t_start (decided on the host copy of t).
   std::vector<bool> started;
@@ -280,21 +282,23 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   const auto started_count = std::count(started.begin(), started.end(), true);
 
   ScopedPhase phase(profile, Phase::Preconditioning);
-  at::Tensor direction = graft;
+  at::Tensor direction = work.graft;
   if (started_count > 0) {
     auto root_part = [&](int64_t factor_stack, int64_t offset) {
       return factor_stack < 0 ? at::Tensor()
                               : rows.take(factors[factor_stack].roots.narrow(0, offset, stack.count()));
     };
-    auto preconditioned = preconditioned_direction(ghat, graft, root_part(stack.left_stack, stack.left_offset),
+    auto preconditioned = preconditioned_direction(work, root_part(stack.left_stack, stack.left_offset),
         root_part(stack.right_stack, stack.right_offset), options.grafting());
     direction = started_count == static_cast<int64_t>(started.size())
         ? preconditioned
-        : at::where(bool_mask(started, grad.device()).view({-1, 1, 1}), preconditioned, graft);
+        : at::where(bool_mask(started, grad.device()).view({-1, 1, 1}), preconditioned, work.graft);
   }
   direction = apply_momentum(direction, moments, hyper);
   put(state.moments, moments, rows);
-  flat_update_.index_copy_(0, elements, direction.reshape(-1) * options.lr());
+  ScopedPhase copies(profile, Phase::Copies);
+  auto elements = rows.take(state.gather_index.view({stack.count(), -1})).reshape(-1);
+  flat_update_.index_copy_(0, elements, direction.mul_(options.lr()).reshape(-1));
 }
 
 void Engine::update_adamw_segment(StepContext& context, size_t j) {
@@ -322,7 +326,9 @@ void Engine::update_adamw_segment(StepContext& context, size_t j) {
   } else {
     moments.steps.add_(1);
   }
-  auto direction = grafting_direction(grad, moments, adamw_hyper(options)).second;
+  Workspace work{at::empty_like(grad), at::empty_like(grad), at::Tensor(), at::Tensor()};
+  grafting_direction(grad, moments, adamw_hyper(options), work);
+  auto& direction = work.graft;
   if (!all_active) {
     moments.grad_ema.copy_(at::where(active, moments.grad_ema, before.grad_ema));
     moments.graft_stat.copy_(at::where(active, moments.graft_stat, before.graft_stat));
@@ -384,6 +390,16 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
       stacks[s].moments.steps.add_(1);
     } else if (!context.active[s].empty()) {
       stacks[s].moments.steps.add_(bool_mask(mask, flat_grad_.device()).view({-1, 1, 1}));
+    }
+  }
+  {
+    ScopedPhase phase(profile, Phase::Copies);
+    for (size_t s = 0; s < stacks.size(); ++s) {
+      if (context.stack_complete[s] &&
+          context.options(plan.gradient_stacks[s].group).execution() == Execution::Batched) {
+        auto flat_blocks = stacks[s].grad.view(-1);
+        at::index_select_out(flat_blocks, flat_grad_, 0, stacks[s].gather_index);
+      }
     }
   }
   auto for_each_active = [&](auto&& work) {

@@ -28,6 +28,8 @@ class Rows {
   void put(at::Tensor& full, const at::Tensor& part) const;
   /// The block numbers, on the host.
   const std::vector<int64_t>& blocks() const { return blocks_; }
+  /// Whole stack (its tensors are used as they are).
+  bool everything() const { return everything_; }
 
  private:
   std::vector<int64_t> blocks_;
@@ -39,6 +41,10 @@ struct GradientStackState {
   at::Tensor gather_index;  ///< (count · rows · cols) positions in the flat buffer
   MomentState moments;
   std::vector<int64_t> steps;  ///< host copy of each block's t (for scheduling)
+  // Buffers reused by every step, (count, rows, cols): not state, not saved.
+  at::Tensor grad;   ///< the gathered gradient, then L̄ Ĝ
+  at::Tensor ghat;   ///< Ĝ, then L̄ Ĝ R̄
+  at::Tensor graft;  ///< P_g
 };
 
 struct FactorStackState {
@@ -73,6 +79,7 @@ class Engine {
  private:
   struct StepContext;
   bool gather_gradients(StepContext& context);
+  at::Tensor gradient_blocks(size_t stack, const Rows& rows);
   void update_factors(StepContext& context, size_t stack, const Rows& rows);
   void refresh_roots(StepContext& context, size_t factor_stack);
   void write_direction(StepContext& context, size_t stack, const Rows& rows);
