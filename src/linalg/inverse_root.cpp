@@ -60,26 +60,30 @@ at::ScalarType work_type(const at::Tensor& matrices) {
 struct Solution {
   at::Tensor root;        // (N, b, b), in input units
   at::Tensor normalized;  // Â = (A + εI)/s; for EVD A/s (ε is applied to the eigenvalues)
-  at::Tensor normalized_root;  // Â^{-1/p}
+  at::Tensor normalized_root;  // Â^{-1/p} (the root itself when not kept)
 };
 
-Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& options) {
+// `keep_normalized_root`: the diagnostics need Â^{-1/p} after the root is formed;
+// otherwise the root is scaled in place. Stack-sized temporaries are kept to the
+// solver's own: a stack of 600 blocks of 256² is 157 MB per tensor.
+Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& options, bool keep_normalized_root) {
   auto a = stack.to(work_type(stack));
   const auto identity = linalg::identity_like(a);
   // A matrix with a NaN/Inf entry is solved as I (so that no solver, nor eigh,
   // sees it and the rest of the stack is unaffected) and its root set to NaN.
   auto finite_input = at::isfinite(a).all(-1).all(-1).reshape({-1, 1, 1});
-  a = at::where(finite_input, a, identity);
+  auto normalized = at::where(finite_input, a, identity);
   // EVD applies ε inside its eigenvalue heuristic (as Distributed Shampoo does);
   // the matmul-only solvers get it on the diagonal.
   const bool evd = options.method() == RootMethod::EVD;
-  auto regularized = options.epsilon() > 0.0 && !evd ? a + identity * options.epsilon() : a;
+  if (options.epsilon() > 0.0 && !evd) normalized.diagonal(0, -2, -1).add_(options.epsilon());
 
   // EVD needs no spectral bound, only a scale that keeps entries near 1.
-  auto scale = evd ? regularized.abs().amax({1, 2}, /*keepdim=*/true) : estimate_spectral_scale(regularized, options);
+  auto scale = evd ? at::maximum(normalized.amax({1, 2}, /*keepdim=*/true), normalized.amin({1, 2}, true).neg())
+                   : estimate_spectral_scale(normalized, options);
   // With ε added, λ_max ≥ ε; the floor only matters for an all-zero block at ε = 0.
   scale = scale.clamp_min(std::max(options.epsilon(), static_cast<double>(std::numeric_limits<float>::min())));
-  auto normalized = regularized / scale;
+  normalized.div_(scale);
   auto epsilon = options.epsilon() / scale;
 
   at::Tensor normalized_root;
@@ -97,8 +101,9 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
       normalized_root = linalg::chebyshev_root(normalized, epsilon, p, options);
       break;
   }
-  auto root = normalized_root * scale.pow(-1.0 / static_cast<double>(p));
-  root = at::where(finite_input, root, at::full({}, std::numeric_limits<double>::quiet_NaN(), root.options()));
+  auto unscale = scale.pow(-1.0 / static_cast<double>(p));
+  auto root = keep_normalized_root ? normalized_root * unscale : normalized_root.mul_(unscale);
+  root.masked_fill_(finite_input.logical_not(), std::numeric_limits<double>::quiet_NaN());
   return {std::move(root), std::move(normalized), std::move(normalized_root)};
 }
 
@@ -119,7 +124,7 @@ at::Tensor inverse_root(const at::Tensor& matrices, int64_t p, const InverseRoot
     if (stack.numel() == 0) {
       return matrices.to(work_type(matrices)).clone();
     }
-    auto root = solve(stack, p, options).root;
+    auto root = solve(stack, p, options, /*keep_normalized_root=*/false).root;
     return single ? root.squeeze(0) : root;
   });
 }
@@ -131,7 +136,7 @@ InverseRootResult inverse_root_with_diagnostics(
       auto empty = at::empty({stack.size(0)}, stack.options().dtype(work_type(stack)));
       return InverseRootResult{matrices.to(work_type(matrices)).clone(), empty, empty.to(at::kBool)};
     }
-    auto solution = solve(stack, p, options);
+    auto solution = solve(stack, p, options, /*keep_normalized_root=*/true);
     // X^p (A + εI) − I, evaluated in normalised units where X̂^p Â has the same
     // value and no entry can overflow. Always in full precision: it is a check.
     auto power = solution.normalized_root;

@@ -251,7 +251,7 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     if (due_mask.defined()) ok = ok & due_mask;
     auto failed = due_mask.defined() ? (due_mask & ~ok) : ~ok;
     state.failures.add_(failed.sum());
-    part_roots.copy_(at::where(ok.view({-1, 1, 1}), fresh, part_roots));
+    at::where_out(part_roots, ok.view({-1, 1, 1}), fresh, part_roots);
   };
   if (options.execution() == Execution::Sequential) {
     for (int64_t i = 0; i < stack.count; ++i) {
