@@ -27,8 +27,8 @@ stamp "torch prefix: ${torch_prefix:-system}; device: $device"
 { nvidia-smi || true; python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' || true; } \
   > "$out/machine.txt" 2>&1
 
-cmake -S "$root" -B "$build" "${args[@]}" > "$out/configure.log" 2>&1
-cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1
+cmake -S "$root" -B "$build" "${args[@]}" > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+cmake --build "$build" -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -m 20 error "$out/build.log"; exit 1; }
 stamp "built"
 ctest --test-dir "$build" -j "$(nproc)" --timeout 300 --output-on-failure > "$out/ctest.log" 2>&1 \
   || stamp "ctest reported failures (see ctest.log)"
