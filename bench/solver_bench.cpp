@@ -4,7 +4,7 @@
 #include "solver_bench.h"
 
 #include "arguments.h"
-#include "format.h"
+#include "report.h"
 #include "timing.h"
 
 #include <dash/dash.h>
@@ -16,7 +16,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <map>
@@ -151,12 +150,7 @@ int run_solver_bench(const std::vector<std::string>& args) {
               << (best.second == "none" ? "" : " (" + fixed(best.first, 2) + " ms)") << "\n";
     report["fastest_within_1e-3"][std::to_string(b)] = best.second;
   }
-  if (!arguments.text("json").empty()) {
-    std::ofstream file(arguments.text("json"));
-    if (!file) throw std::invalid_argument("cannot write --json file '" + arguments.text("json") + "'");
-    file << report.dump(2) << "\n";
-    std::cout << "wrote " << arguments.text("json") << "\n";
-  }
+  write_json_report(report, arguments.text("json"));
   return 0;
 }
 

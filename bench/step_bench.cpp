@@ -5,7 +5,7 @@
 #include "step_bench.h"
 
 #include "arguments.h"
-#include "format.h"
+#include "report.h"
 #include "model_shapes.h"
 #include "timing.h"
 
@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <numeric>
@@ -226,12 +225,7 @@ int run_step_bench(const std::vector<std::string>& args) {
           {"phases_ms", m.phases_ms}});
     }
   }
-  if (!arguments.text("json").empty()) {
-    std::ofstream file(arguments.text("json"));
-    if (!file) throw std::invalid_argument("cannot write --json file '" + arguments.text("json") + "'");
-    file << report.dump(2) << "\n";
-    std::cout << "wrote " << arguments.text("json") << "\n";
-  }
+  write_json_report(report, arguments.text("json"));
   return 0;
 }
 

@@ -96,6 +96,10 @@ InverseRootResult inverse_root_with_diagnostics(
     int64_t p,
     const InverseRootOptions& options = {});
 
+/// Throws a c10::Error naming the first out-of-range option, or a root p the
+/// method cannot compute; inverse_root() runs this check itself.
+void check_inverse_root_options(int64_t p, const InverseRootOptions& options);
+
 /// Scale s with s ≥ λ_max(A) (up to the power-iteration estimate) for each matrix,
 /// shape (N, 1, 1) (or (1, 1) for 2-D input), by the options' scaling method.
 /// Used as-is (epsilon is not added here).

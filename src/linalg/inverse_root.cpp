@@ -15,9 +15,8 @@
 #include <limits>
 
 namespace dash {
-namespace {
 
-void check_options(int64_t p, const InverseRootOptions& options) {
+void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
   TORCH_CHECK(p >= 1, "dash::inverse_root: root p must be a positive integer, got p = ", p);
   TORCH_CHECK(options.epsilon() >= 0.0 && std::isfinite(options.epsilon()),
       "dash::inverse_root: epsilon must be finite and >= 0, got ", options.epsilon());
@@ -40,6 +39,8 @@ void check_options(int64_t p, const InverseRootOptions& options) {
   TORCH_CHECK(options.method() != RootMethod::NewtonDB || (p & (p - 1)) == 0,
       "dash::inverse_root: NewtonDB computes roots p = 1 or a power of two, got p = ", p);
 }
+
+namespace {
 
 void check_matrices(const at::Tensor& matrices) {
   TORCH_CHECK(matrices.defined(), "dash::inverse_root: the input tensor is undefined");
@@ -111,7 +112,7 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
 template <typename Finish>
 auto with_stack(const at::Tensor& matrices, int64_t p, const InverseRootOptions& options, Finish finish) {
   check_matrices(matrices);
-  check_options(p, options);
+  check_inverse_root_options(p, options);
   const bool single = matrices.dim() == 2;
   auto stack = single ? matrices.unsqueeze(0) : matrices;
   return finish(stack, single);

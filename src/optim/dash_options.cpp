@@ -105,16 +105,10 @@ void check_options(const DashOptions& o) {
   TORCH_CHECK(o.momentum() >= 0.0 && o.momentum() < 1.0, "dash::Dash: momentum must be in [0, 1), got ", o.momentum());
   TORCH_CHECK(!o.nesterov() || o.momentum() > 0.0, "dash::Dash: nesterov needs momentum > 0");
   TORCH_CHECK(o.weight_decay() >= 0.0, "dash::Dash: weight_decay must be >= 0, got ", o.weight_decay());
-  const auto& root = o.root();
-  TORCH_CHECK(root.epsilon() >= 0.0, "dash::Dash: root epsilon must be >= 0, got ", root.epsilon());
-  TORCH_CHECK(root.newton_steps() >= 1, "dash::Dash: root newton_steps must be >= 1, got ", root.newton_steps());
-  TORCH_CHECK(root.power_iterations() >= 1,
-      "dash::Dash: root power_iterations must be >= 1, got ", root.power_iterations());
-  TORCH_CHECK(root.chebyshev_degree() >= 1,
-      "dash::Dash: root chebyshev_degree must be >= 1, got ", root.chebyshev_degree());
-  const int64_t p = o.exponent_override();
-  TORCH_CHECK(root.method() != RootMethod::NewtonDB || p == 0 || (p & (p - 1)) == 0,
-      "dash::Dash: NewtonDB needs exponent_override 0 or a power of two, got ", p);
+  // The roots it will ask for: matrices' and 1-D Shampoo's default, or the override.
+  for (int64_t p : {int64_t{4}, int64_t{2}}) {
+    check_inverse_root_options(o.exponent_override() > 0 ? o.exponent_override() : p, o.root());
+  }
 }
 
 StepHyper step_hyper(const DashOptions& o) {

@@ -21,12 +21,12 @@ bool uses_graft_statistic(GraftingType grafting) {
 
 // Zero moments of shape (n, rows, cols); t is kept per block ((n, 1, 1)) or, for
 // AdamW segments, per element.
-MomentState zero_moments(const std::vector<int64_t>& shape, bool steps_per_block, const DashOptions& options,
-    const at::TensorOptions& to, GraftingType grafting) {
+MomentState zero_moments(const std::vector<int64_t>& shape, bool steps_per_block, const StepHyper& hyper,
+    const at::TensorOptions& to) {
   MomentState state;
   state.grad_ema = at::zeros(shape, to);
-  if (uses_graft_statistic(grafting)) state.graft_stat = at::zeros(shape, to);
-  if (options.momentum() > 0.0) state.momentum = at::zeros(shape, to);
+  if (uses_graft_statistic(hyper.grafting)) state.graft_stat = at::zeros(shape, to);
+  if (hyper.momentum > 0.0) state.momentum = at::zeros(shape, to);
   state.steps = steps_per_block ? at::zeros({shape[0], 1, 1}, to) : at::zeros(shape, to);
   return state;
 }
@@ -121,7 +121,7 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
     const auto& options = options_of(groups[stack.group]);
     GradientStackState state;
     state.gather_index = at::tensor(stack.flat_index, at::kLong).to(to.device());
-    state.moments = zero_moments({stack.count(), stack.rows, stack.cols}, true, options, to, options.grafting());
+    state.moments = zero_moments({stack.count(), stack.rows, stack.cols}, true, step_hyper(options), to);
     state.steps.assign(stack.count(), 0);
     state.grad = at::empty({stack.count(), stack.rows, stack.cols}, to);
     state.ghat = at::empty_like(state.grad);
@@ -134,8 +134,7 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
         at::zeros({}, to.dtype(at::kLong))});
   }
   for (const auto& segment : plan.adamw_segments) {
-    segments.push_back({zero_moments({1, 1, segment.numel}, false, options_of(groups[segment.group]), to,
-        GraftingType::Adam)});
+    segments.push_back({zero_moments({1, 1, segment.numel}, false, adamw_hyper(options_of(groups[segment.group])), to)});
   }
   flat_grad_ = at::empty({plan.flat_numel}, to);
   flat_update_ = at::empty({plan.flat_numel}, to);

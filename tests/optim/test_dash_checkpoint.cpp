@@ -41,6 +41,16 @@ void run_steps(Model& model, Dash& optimizer, int first, int count) {
 
 std::string temp_path(const std::string& name) { return ::testing::TempDir() + "dash_" + name + ".pt"; }
 
+// A checkpoint of a model (seed 2) after three steps.
+std::string saved_checkpoint(const std::string& name) {
+  Model model(2);
+  Dash optimizer(model.params, options());
+  run_steps(model, optimizer, 0, 3);
+  const auto path = temp_path(name);
+  torch::save(optimizer, path);
+  return path;
+}
+
 TEST(DashCheckpoint, ResumeIsBitIdentical) {
   Model uninterrupted(1);
   Dash optimizer(uninterrupted.params, options());
@@ -85,21 +95,13 @@ void expect_failed_load_changes_nothing(const std::vector<int64_t>& first_shape,
 }
 
 TEST(DashCheckpoint, OtherShapesGiveAClearErrorAndLeaveStateUnchanged) {
-  Model model(2);
-  Dash optimizer(model.params, options());
-  run_steps(model, optimizer, 0, 3);
-  const auto path = temp_path("shapes");
-  torch::save(optimizer, path);
+  const auto path = saved_checkpoint("shapes");
   expect_failed_load_changes_nothing({6, 5}, path, "saved for other parameters");
   std::remove(path.c_str());
 }
 
 TEST(DashCheckpoint, CorruptFileGivesAnErrorAndLeavesStateUnchanged) {
-  Model model(2);
-  Dash optimizer(model.params, options());
-  run_steps(model, optimizer, 0, 3);
-  const auto path = temp_path("corrupt");
-  torch::save(optimizer, path);
+  const auto path = saved_checkpoint("corrupt");
   {  // truncate the file
     std::ifstream in(path, std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
