@@ -13,6 +13,7 @@ at::Tensor random_orthogonal(int64_t count, int64_t b, uint64_t seed) {
 }
 
 KnownSpectrum with_eigenvalues(const at::Tensor& eigenvalues, uint64_t seed) {
+  TORCH_CHECK(eigenvalues.dim() == 2, "with_eigenvalues: expected (N, b) eigenvalues, got ", eigenvalues.sizes());
   auto values = eigenvalues.to(at::kDouble);
   auto q = random_orthogonal(values.size(0), values.size(1), seed);
   auto a = at::matmul(q * values.unsqueeze(-2), q.transpose(-2, -1));
@@ -21,6 +22,8 @@ KnownSpectrum with_eigenvalues(const at::Tensor& eigenvalues, uint64_t seed) {
 }
 
 KnownSpectrum log_spaced_spectrum(int64_t count, int64_t b, double condition, uint64_t seed, double top) {
+  TORCH_CHECK(condition >= 1.0 && top > 0.0, "log_spaced_spectrum: need condition >= 1 and top > 0, got ",
+      condition, " and ", top);
   auto exponents = at::linspace(0.0, -std::log10(condition), b, at::TensorOptions().dtype(at::kDouble));
   auto values = (at::pow(10.0, exponents) * top).expand({count, b}).contiguous();
   return with_eigenvalues(values, seed);
@@ -38,6 +41,7 @@ at::Tensor eigh_inverse_root(const at::Tensor& matrices, double epsilon, int64_t
 }
 
 at::Tensor relative_errors(const at::Tensor& result, const at::Tensor& reference) {
+  TORCH_CHECK(result.numel() == reference.numel(), "relative_errors: ", result.sizes(), " vs ", reference.sizes());
   auto x = result.to(at::kDouble).reshape({-1, result.size(-2), result.size(-1)});
   auto r = reference.to(at::kDouble).reshape_as(x);
   return at::linalg_vector_norm(x - r, 2, {1, 2}) / at::linalg_vector_norm(r, 2, {1, 2});
