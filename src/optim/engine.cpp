@@ -134,7 +134,9 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
         at::zeros({}, to.dtype(at::kLong))});
   }
   for (const auto& segment : plan.adamw_segments) {
-    segments.push_back({zero_moments({1, 1, segment.numel}, false, adamw_hyper(options_of(groups[segment.group])), to)});
+    auto moments = zero_moments({1, 1, segment.numel}, false, adamw_hyper(options_of(groups[segment.group])), to);
+    Workspace work{at::empty_like(moments.grad_ema), at::empty_like(moments.grad_ema), at::Tensor(), at::Tensor()};
+    segments.push_back({std::move(moments), std::move(work)});
   }
   flat_grad_ = at::empty({plan.flat_numel}, to);
   flat_update_ = at::empty({plan.flat_numel}, to);
@@ -325,7 +327,7 @@ void Engine::update_adamw_segment(StepContext& context, size_t j) {
   } else {
     moments.steps.add_(1);
   }
-  Workspace work{at::empty_like(grad), at::empty_like(grad), at::Tensor(), at::Tensor()};
+  auto& work = segments[j].work;
   grafting_direction(grad, moments, adamw_hyper(options), work);
   auto& direction = work.graft;
   if (!all_active) {
@@ -401,16 +403,22 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
       }
     }
   }
+  // The rows each phase works on, built once per step (a subset's index goes to the
+  // device once, not once per phase).
+  std::vector<std::vector<Rows>> rows_of(stacks.size());
+  for (size_t s = 0; s < stacks.size(); ++s) {
+    if (context.active[s].empty()) continue;
+    if (context.options(plan.gradient_stacks[s].group).execution() == Execution::Sequential) {
+      for (auto b : context.active[s]) rows_of[s].push_back(Rows::range(b, 1));
+    } else if (context.stack_complete[s]) {
+      rows_of[s].push_back(Rows::all(plan.gradient_stacks[s].count()));
+    } else {
+      rows_of[s].push_back(Rows::subset(context.active[s], flat_grad_.device()));
+    }
+  }
   auto for_each_active = [&](auto&& work) {
     for (size_t s = 0; s < stacks.size(); ++s) {
-      if (context.active[s].empty()) continue;
-      if (context.options(plan.gradient_stacks[s].group).execution() == Execution::Sequential) {
-        for (auto b : context.active[s]) work(s, Rows::range(b, 1));
-      } else if (context.stack_complete[s]) {
-        work(s, Rows::all(plan.gradient_stacks[s].count()));
-      } else {
-        work(s, Rows::subset(context.active[s], flat_grad_.device()));
-      }
+      for (const auto& rows : rows_of[s]) work(s, rows);
     }
   };
   for_each_active([&](size_t s, const Rows& rows) { update_factors(context, s, rows); });

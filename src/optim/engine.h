@@ -55,6 +55,7 @@ struct FactorStackState {
 
 struct AdamWSegmentState {
   MomentState moments;  ///< (1, 1, numel) tensors; steps per element
+  Workspace work;       ///< reused by every step (ghat, graft); not state, not saved
 };
 
 class Engine {
