@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # The README's main command: installs what is missing, builds, and runs the main
-# job on its embedded default — for now the solver benchmark (dash-bench solvers).
-# Extra arguments go to dash-bench, e.g. `scripts/run.sh --preset full`.
+# job on its embedded default: `dash-train compare`, a small Llama trained on the
+# Python manual with AdamW, DASH-EVD, DASH-NDB (Frobenius and power-iteration
+# scaling) and DASH-CN (≈ 10 minutes on 2 cores). Output: results/compare/.
+# Extra arguments go to dash-train compare, e.g. `scripts/run.sh --seeds 1,2,3`.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${DASH_BUILD_DIR:-$root/build/release}
 bash "$root/scripts/build.sh" "$build_dir"
-mkdir -p "$root/results"
-"$build_dir/bench/dash-bench" solvers --json "$root/results/solvers.json" "$@"
+cd "$root"
+"$build_dir/apps/dash_train/dash-train" compare "$@"

@@ -9,7 +9,9 @@ packages=(
   libtorch-dev               # LibTorch (CPU) headers and libraries
   libopenblas0-pthread       # fast BLAS/LAPACK for LibTorch's CPU matmuls and eigh
   libgtest-dev libgmock-dev  # tests
-  nlohmann-json3-dev         # JSON reports of dash-bench
+  nlohmann-json3-dev         # JSON reports and dash-train configs
+  python3.11-doc             # dash-train's default corpus: the Python manual's .rst sources
+  gnuplot-nox                # dash-train compare's validation-loss plot
 )
 
 missing=()

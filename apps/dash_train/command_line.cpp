@@ -1,0 +1,102 @@
+#include "command_line.h"
+
+#include <c10/util/Exception.h>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+namespace dash_train {
+namespace {
+
+template <typename T>
+std::vector<T> parse_list(const std::string& flag, const std::string& text) {
+  std::vector<T> values;
+  std::stringstream items(text);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    const auto value = nlohmann::json::parse(item, nullptr, /*allow_exceptions=*/false);
+    TORCH_CHECK(value.is_number() && (!std::is_integral_v<T> || value.is_number_integer()), "dash-train: ", flag,
+                " expects a comma-separated list of ", std::is_integral_v<T> ? "integers" : "numbers", ", got '",
+                text, "'");
+    values.push_back(value.get<T>());
+  }
+  TORCH_CHECK(!values.empty(), "dash-train: ", flag, " needs at least one value");
+  return values;
+}
+
+bool is_flag(const std::string& argument) { return argument.rfind("--", 0) == 0; }
+
+}  // namespace
+
+CommandLine parse_command_line(const std::vector<std::string>& arguments) {
+  CommandLine line;
+  size_t i = 0;
+  if (i < arguments.size() && !is_flag(arguments[i])) {
+    line.command = arguments[i++];
+    TORCH_CHECK(line.command == "train" || line.command == "compare" || line.command == "help",
+                "dash-train: unknown command '", line.command, "'; expected train or compare (see --help)");
+  }
+  // (flag name, value) pairs, with "--key=value" split and bare booleans set to true.
+  const auto boolean_keys = to_json(TrainConfig{});
+  std::vector<std::pair<std::string, std::string>> flags;
+  for (; i < arguments.size(); ++i) {
+    TORCH_CHECK(is_flag(arguments[i]), "dash-train: expected --KEY, got '", arguments[i], "'");
+    auto name = arguments[i].substr(2);
+    const auto equals = name.find('=');
+    if (equals != std::string::npos) {
+      flags.emplace_back(name.substr(0, equals), name.substr(equals + 1));
+      continue;
+    }
+    if (name == "help" || name == "h") {
+      line.command = "help";
+      continue;
+    }
+    auto key = name;
+    for (auto& c : key) {
+      if (c == '-') c = '_';
+    }
+    const bool boolean = boolean_keys.contains(key) && boolean_keys[key].is_boolean();
+    if (boolean && (i + 1 == arguments.size() || is_flag(arguments[i + 1]))) {
+      flags.emplace_back(name, "true");
+      continue;
+    }
+    TORCH_CHECK(i + 1 < arguments.size(), "dash-train: --", name, " needs a value");
+    flags.emplace_back(name, arguments[++i]);
+  }
+
+  bool out_dir_given = false;
+  for (const auto& [name, value] : flags) {
+    if (name == "config") apply_config_file(line.config, value);
+  }
+  for (const auto& [name, value] : flags) {
+    if (name == "config") continue;
+    if (name == "runs") {
+      line.runs_file = value;
+    } else if (name == "seeds") {
+      line.seeds = parse_list<int64_t>("--seeds", value);
+    } else if (name == "lrs") {
+      line.lrs = parse_list<double>("--lrs", value);
+    } else {
+      apply_json(line.config, nlohmann::json{{name, parse_command_line_value(value)}}, "command line");
+      out_dir_given = out_dir_given || name == "out_dir" || name == "out-dir";
+    }
+  }
+  const bool compare_only = !line.runs_file.empty() || line.lrs.size() > 0 || line.seeds != std::vector<int64_t>{1};
+  TORCH_CHECK(line.command == "compare" || !compare_only, "dash-train: --runs, --seeds and --lrs belong to 'compare'");
+  if (line.command == "compare" && !out_dir_given) line.config.out_dir = "results/compare";
+  if (line.command != "help") line.config.check();
+  return line;
+}
+
+std::string usage() {
+  return "dash-train: train a small Llama on text with AdamW or DASH.\n\n"
+         "  dash-train [train] [--config FILE.json] [--KEY VALUE]...\n"
+         "  dash-train compare [--runs RUNS.json] [--seeds 1,2,3] [--lrs 1e-3,3e-3] [--KEY VALUE]...\n\n"
+         "compare runs each configuration of RUNS.json (an array of {\"name\": ..., KEY: VALUE...}; default:\n"
+         "AdamW, DASH-EVD, DASH-NDB-Frobenius, DASH-NDB-power-iteration, DASH-CN) on the same data and seeds,\n"
+         "prints a table and writes OUT_DIR/{summary.md,summary.json,validation_loss.png}.\n\n"
+         "Keys (config file: the same names as JSON keys):\n" +
+         config_keys_help();
+}
+
+}  // namespace dash_train

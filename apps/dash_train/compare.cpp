@@ -1,0 +1,201 @@
+#include "compare.h"
+
+#include "text_corpus.h"
+#include "trainer.h"
+
+#include <c10/util/Exception.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <sstream>
+
+namespace dash_train {
+namespace {
+
+struct Statistics {
+  double mean = 0.0, std = 0.0;
+};
+
+/// Sample mean and (n − 1) standard deviation; std 0 for one value.
+Statistics statistics(const std::vector<double>& values) {
+  Statistics result;
+  for (const double value : values) result.mean += value;
+  result.mean /= static_cast<double>(values.size());
+  if (values.size() > 1) {
+    for (const double value : values) result.std += (value - result.mean) * (value - result.mean);
+    result.std = std::sqrt(result.std / static_cast<double>(values.size() - 1));
+  }
+  return result;
+}
+
+std::string lr_label(double lr) {
+  std::ostringstream text;
+  text << lr;
+  return text.str();
+}
+
+struct Variant {
+  std::string name;
+  nlohmann::json keys;
+  double lr = 0.0;
+};
+
+std::vector<Variant> variants(const CompareOptions& options) {
+  TORCH_CHECK(options.runs.is_array() && !options.runs.empty(),
+              "dash-train compare: the runs must be a non-empty JSON array of objects");
+  std::vector<Variant> result;
+  for (const auto& run : options.runs) {
+    TORCH_CHECK(run.is_object() && run.contains("name") && run["name"].is_string(),
+                "dash-train compare: every run needs a \"name\" string, got ", run.dump());
+    auto keys = run;
+    keys.erase("name");
+    for (const char* shared : {"data", "validation_fraction", "out_dir", "seed", "resume", "stop_at"}) {
+      TORCH_CHECK(!keys.contains(shared), "dash-train compare: run '", run["name"].get<std::string>(), "' sets '",
+                  shared, "'; it is shared by all runs: set it on the command line or in --config");
+    }
+    if (options.lrs.empty()) {
+      TrainConfig probe = options.base;
+      apply_json(probe, keys, "run '" + run["name"].get<std::string>() + "'");
+      result.push_back({run["name"].get<std::string>(), keys, probe.lr});
+    } else {
+      for (const double lr : options.lrs) {
+        auto with_lr = keys;
+        with_lr["lr"] = lr;
+        result.push_back({run["name"].get<std::string>() + "@lr" + lr_label(lr), with_lr, lr});
+      }
+    }
+  }
+  return result;
+}
+
+void write_plot(const std::string& out_dir, const std::vector<CompareRow>& rows,
+                const std::vector<std::map<int64_t, std::vector<double>>>& curves, const std::string& gnuplot) {
+  std::ofstream data(out_dir + "/curves.dat");
+  std::ofstream script(out_dir + "/validation_loss.gp");
+  script << "set terminal pngcairo size 900,600\nset output '" << out_dir << "/validation_loss.png'\n"
+         << "set title 'dash-train: validation loss (mean over seeds)'\nset xlabel 'step'\n"
+         << "set ylabel 'validation loss (nats per byte)'\nset key top right\nset grid\nplot ";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    data << "# " << rows[i].name << "\n";
+    for (const auto& [step, losses] : curves[i]) data << step << ' ' << statistics(losses).mean << '\n';
+    data << "\n\n";
+    script << (i ? ", \\\n     " : "") << "'" << out_dir << "/curves.dat' index " << i
+           << " using 1:2 with linespoints title '" << rows[i].name << "'";
+  }
+  script << '\n';
+  data.close();
+  script.close();
+  const std::string command = "command -v " + gnuplot + " >/dev/null 2>&1";
+  if (std::system(command.c_str()) != 0) {
+    std::cerr << "dash-train compare: '" << gnuplot << "' not found, plot skipped (Debian: gnuplot-nox); the data is "
+              << out_dir << "/curves.dat\n";
+    return;
+  }
+  const std::string plot = gnuplot + " '" + out_dir + "/validation_loss.gp'";
+  if (std::system(plot.c_str()) != 0) {
+    std::cerr << "dash-train compare: gnuplot failed; the script is " << out_dir << "/validation_loss.gp\n";
+  }
+}
+
+}  // namespace
+
+nlohmann::json default_comparison_runs() {
+  return nlohmann::json::parse(R"([
+    {"name": "adamw",        "optimizer": "adamw", "lr": 3e-3},
+    {"name": "dash-evd",     "optimizer": "dash",  "lr": 3e-3, "root_method": "evd"},
+    {"name": "dash-ndb-fro", "optimizer": "dash",  "lr": 3e-3, "root_method": "ndb", "scaling": "fro"},
+    {"name": "dash-ndb-pi",  "optimizer": "dash",  "lr": 3e-3, "root_method": "ndb", "scaling": "multi-pi"},
+    {"name": "dash-cn",      "optimizer": "dash",  "lr": 3e-3, "root_method": "cn",  "scaling": "multi-pi"}
+  ])");
+}
+
+std::vector<CompareRow> run_comparison(const CompareOptions& options) {
+  TORCH_CHECK(!options.seeds.empty(), "dash-train compare: --seeds must name at least one seed");
+  const auto runs = variants(options);
+  options.base.check();
+  const auto corpus = load_text_corpus(options.base.data.empty() ? kDefaultCorpusPath : options.base.data,
+                                       options.base.validation_fraction, options.base.seq_len + 1);
+  const std::string out_dir = options.base.out_dir;
+  std::filesystem::create_directories(out_dir);
+
+  std::vector<CompareRow> rows;
+  std::vector<std::map<int64_t, std::vector<double>>> curves;
+  const size_t total = runs.size() * options.seeds.size();
+  size_t index = 0;
+  for (const auto& run : runs) {
+    CompareRow row;
+    row.name = run.name;
+    row.lr = run.lr;
+    std::vector<double> losses, perplexities, optimizer_ms, step_ms, tokens_per_second;
+    std::map<int64_t, std::vector<double>> curve;
+    for (const int64_t seed : options.seeds) {
+      TrainConfig config = options.base;
+      apply_json(config, run.keys, "run '" + run.name + "'");
+      config.seed = seed;
+      config.name = run.name + "-seed" + std::to_string(seed);
+      std::cerr << "[" << ++index << "/" << total << "] " << config.name << " (" << config.optimizer << ", lr "
+                << config.lr << ")\n";
+      const auto result = Trainer(config, corpus).run();
+      losses.push_back(result.final_validation_loss);
+      perplexities.push_back(std::exp(result.final_validation_loss));
+      optimizer_ms.push_back(result.optimizer_ms);
+      step_ms.push_back(result.forward_ms + result.backward_ms + result.optimizer_ms);
+      tokens_per_second.push_back(result.tokens_per_second);
+      for (const auto& point : result.validation) curve[point.step].push_back(point.loss);
+      std::cerr << "    validation loss " << result.final_validation_loss << ", perplexity "
+                << std::exp(result.final_validation_loss) << ", optimizer step " << result.optimizer_ms << " ms\n";
+    }
+    const auto loss = statistics(losses);
+    const auto perplexity = statistics(perplexities);
+    row.seeds = static_cast<int64_t>(options.seeds.size());
+    row.loss_mean = loss.mean;
+    row.loss_std = loss.std;
+    row.perplexity_mean = perplexity.mean;
+    row.perplexity_std = perplexity.std;
+    row.optimizer_ms = statistics(optimizer_ms).mean;
+    row.step_ms = statistics(step_ms).mean;
+    row.tokens_per_second = statistics(tokens_per_second).mean;
+    rows.push_back(row);
+    curves.push_back(curve);
+  }
+
+  std::ofstream(out_dir + "/summary.md") << comparison_table(rows);
+  auto summary = nlohmann::json::array();
+  for (const auto& row : rows) {
+    summary.push_back({{"name", row.name},
+                       {"lr", row.lr},
+                       {"seeds", row.seeds},
+                       {"validation_loss_mean", row.loss_mean},
+                       {"validation_loss_std", row.loss_std},
+                       {"validation_perplexity_mean", row.perplexity_mean},
+                       {"validation_perplexity_std", row.perplexity_std},
+                       {"optimizer_step_ms", row.optimizer_ms},
+                       {"train_step_ms", row.step_ms},
+                       {"tokens_per_second", row.tokens_per_second}});
+  }
+  std::ofstream(out_dir + "/summary.json") << summary.dump(2) << '\n';
+  write_plot(out_dir, rows, curves, options.plot_gnuplot);
+  return rows;
+}
+
+std::string comparison_table(const std::vector<CompareRow>& rows) {
+  std::ostringstream table;
+  table << "| run | lr | seeds | val. loss (nats/byte) | val. perplexity (per byte) | optimizer step, ms | "
+           "train step, ms | tokens/s |\n|---|---|---|---|---|---|---|---|\n";
+  table << std::fixed;
+  for (const auto& row : rows) {
+    table << "| " << row.name << " | " << lr_label(row.lr) << " | " << row.seeds << " | " << std::setprecision(4)
+          << row.loss_mean << " ± " << row.loss_std << " | " << row.perplexity_mean << " ± " << row.perplexity_std
+          << " | " << std::setprecision(1) << row.optimizer_ms << " | " << row.step_ms << " | " << std::setprecision(0)
+          << row.tokens_per_second << " |\n";
+  }
+  return table.str();
+}
+
+}  // namespace dash_train

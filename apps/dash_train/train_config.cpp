@@ -1,0 +1,239 @@
+#include "train_config.h"
+
+#include "byte_tokenizer.h"
+#include "optimizer_factory.h"
+
+#include <dash/option_names.h>
+
+#include <c10/util/Exception.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+#include <variant>
+
+namespace dash_train {
+namespace {
+
+using Member = std::variant<std::string TrainConfig::*, double TrainConfig::*, int64_t TrainConfig::*,
+                            bool TrainConfig::*>;
+
+struct Key {
+  const char* name;
+  Member member;
+  const char* help;
+  bool checkpoint_relevant;  ///< a change makes an existing checkpoint unusable
+};
+
+// clang-format off
+const std::vector<Key>& keys() {
+  static const std::vector<Key> table = {
+      {"data", &TrainConfig::data, "text file or folder (\"\": the Python 3.11 manual sources)", true},
+      {"validation_fraction", &TrainConfig::validation_fraction, "share of documents (or of a single file's tail) held out", true},
+      {"dim", &TrainConfig::dim, "model width", true},
+      {"layers", &TrainConfig::layers, "decoder layers", true},
+      {"heads", &TrainConfig::heads, "attention heads", true},
+      {"ffn_hidden", &TrainConfig::ffn_hidden, "SwiGLU hidden width (0: 8/3 dim, multiple of 32)", true},
+      {"seq_len", &TrainConfig::seq_len, "tokens (bytes) per training window", true},
+      {"name", &TrainConfig::name, "run name: output goes to out_dir/name", false},
+      {"out_dir", &TrainConfig::out_dir, "folder for logs, checkpoints and plots", false},
+      {"device", &TrainConfig::device, "cpu or cuda[:i]", false},
+      {"seed", &TrainConfig::seed, "initialisation and batch-sampling seed", true},
+      {"steps", &TrainConfig::steps, "optimizer steps (the lr schedule's length)", true},
+      {"batch_size", &TrainConfig::batch_size, "windows per step (per rank)", true},
+      {"eval_every", &TrainConfig::eval_every, "validate every this many steps (and at the end)", false},
+      {"eval_batches", &TrainConfig::eval_batches, "validation batches, evenly spaced over the split", false},
+      {"log_every", &TrainConfig::log_every, "train.csv row and non-terminal progress line every this many steps", false},
+      {"checkpoint_every", &TrainConfig::checkpoint_every, "checkpoint every this many steps (0: only at the end)", false},
+      {"stop_at", &TrainConfig::stop_at, "stop after this step, checkpointed, as if interrupted (0: run to the end)", false},
+      {"resume", &TrainConfig::resume, "continue from out_dir/name/checkpoint.pt", false},
+      {"progress", &TrainConfig::progress, "show the progress bar / progress lines", false},
+      {"threads", &TrainConfig::threads, "intra-op CPU threads (0: LibTorch's default)", false},
+      {"lr", &TrainConfig::lr, "peak learning rate", true},
+      {"warmup_steps", &TrainConfig::warmup_steps, "linear warm-up steps before the cosine decay", true},
+      {"min_lr_ratio", &TrainConfig::min_lr_ratio, "final lr as a fraction of lr", true},
+      {"clip_grad_norm", &TrainConfig::clip_grad_norm, "global gradient-norm clip (0: off)", true},
+      {"weight_decay", &TrainConfig::weight_decay, "decoupled weight decay of matrices", true},
+      {"optimizer", &TrainConfig::optimizer, "adamw or dash", true},
+      {"beta1", &TrainConfig::beta1, "AdamW β1 (and DASH's gradient EMA β_G and 1-D AdamW β1)", true},
+      {"beta2", &TrainConfig::beta2, "AdamW β2 (and DASH's grafting β_g and 1-D AdamW β2)", true},
+      {"eps", &TrainConfig::eps, "AdamW ε (and DASH's grafting ε)", true},
+      {"block_size", &TrainConfig::block_size, "DASH block size B", true},
+      {"root_method", &TrainConfig::root_method, "evd, cn, ndb or chebyshev", true},
+      {"scaling", &TrainConfig::scaling, "fro, pi or multi-pi", true},
+      {"precision", &TrainConfig::precision, "fp32, fp16 or bf16 matmuls in the root solver", true},
+      {"grafting", &TrainConfig::grafting, "adam, rmsprop, adagrad, sgd or none", true},
+      {"execution", &TrainConfig::execution, "batched (DASH) or sequential (block-by-block baseline)", true},
+      {"root_frequency", &TrainConfig::root_frequency, "recompute inverse roots every this many steps", true},
+      {"start_step", &TrainConfig::start_step, "first preconditioned step", true},
+      {"newton_steps", &TrainConfig::newton_steps, "CN / NDB iterations", true},
+      {"power_iterations", &TrainConfig::power_iterations, "power-iteration steps of pi / multi-pi scaling", true},
+      {"chebyshev_degree", &TrainConfig::chebyshev_degree, "Chebyshev polynomial degree", true},
+      {"root_epsilon", &TrainConfig::root_epsilon, "ε of (A + εI)^{-1/p}", true},
+      {"beta_factor", &TrainConfig::beta_factor, "EMA of the Shampoo factors L, R", true},
+  };
+  return table;
+}
+// clang-format on
+
+std::string normalised(std::string name) {
+  for (auto& c : name) {
+    if (c == '-') c = '_';
+  }
+  return name;
+}
+
+const Key* find_key(const std::string& name) {
+  const auto wanted = normalised(name);
+  for (const auto& key : keys()) {
+    if (wanted == key.name) return &key;
+  }
+  return nullptr;
+}
+
+std::string type_name(const nlohmann::json& value) { return value.type_name(); }
+
+void assign(TrainConfig& config, const Key& key, const nlohmann::json& value, const std::string& source) {
+  const auto where = [&] { return "'" + std::string(key.name) + "' (" + source + ")"; };
+  std::visit(
+      [&](auto member) {
+        using Field = std::remove_reference_t<decltype(config.*member)>;
+        if constexpr (std::is_same_v<Field, std::string>) {
+          TORCH_CHECK(value.is_string(), "dash-train: ", where(), " expects a string, got ", type_name(value), " ",
+                      value.dump());
+          config.*member = value.get<std::string>();
+        } else if constexpr (std::is_same_v<Field, bool>) {
+          TORCH_CHECK(value.is_boolean(), "dash-train: ", where(), " expects true or false, got ", value.dump());
+          config.*member = value.get<bool>();
+        } else if constexpr (std::is_same_v<Field, int64_t>) {
+          const bool integral = value.is_number_integer() ||
+                                 (value.is_number_float() && value.get<double>() == static_cast<double>(
+                                                                                         value.get<int64_t>()));
+          TORCH_CHECK(integral, "dash-train: ", where(), " expects an integer, got ", value.dump());
+          config.*member = value.get<int64_t>();
+        } else {
+          TORCH_CHECK(value.is_number(), "dash-train: ", where(), " expects a number, got ", value.dump());
+          config.*member = value.get<double>();
+        }
+      },
+      key.member);
+}
+
+template <typename Parse>
+void check_name(const std::string& key, const std::string& value, Parse parse) {
+  try {
+    parse(value);
+  } catch (const c10::Error& error) {
+    TORCH_CHECK(false, "dash-train: '", key, "': ", error.what_without_backtrace());
+  }
+}
+
+}  // namespace
+
+LlamaConfig TrainConfig::model() const {
+  LlamaConfig model;
+  model.vocab_size = ByteTokenizer::kVocabularySize;
+  model.dim = dim;
+  model.layers = layers;
+  model.heads = heads;
+  model.ffn_hidden = ffn_hidden;
+  model.max_seq_len = seq_len;
+  return model;
+}
+
+void TrainConfig::check() const {
+  model().check();
+  TORCH_CHECK(validation_fraction > 0.0 && validation_fraction < 1.0,
+              "dash-train: 'validation_fraction' must be in (0, 1), got ", validation_fraction);
+  TORCH_CHECK(!name.empty() && name.find('/') == std::string::npos,
+              "dash-train: 'name' must be a non-empty file name without '/', got '", name, "'");
+  TORCH_CHECK(steps >= 1, "dash-train: 'steps' must be ≥ 1, got ", steps);
+  TORCH_CHECK(batch_size >= 1, "dash-train: 'batch_size' must be ≥ 1, got ", batch_size);
+  TORCH_CHECK(eval_every >= 1, "dash-train: 'eval_every' must be ≥ 1, got ", eval_every);
+  TORCH_CHECK(eval_batches >= 1, "dash-train: 'eval_batches' must be ≥ 1, got ", eval_batches);
+  TORCH_CHECK(log_every >= 1, "dash-train: 'log_every' must be ≥ 1, got ", log_every);
+  TORCH_CHECK(checkpoint_every >= 0, "dash-train: 'checkpoint_every' must be ≥ 0, got ", checkpoint_every);
+  TORCH_CHECK(stop_at >= 0 && stop_at <= steps, "dash-train: 'stop_at' must be in [0, steps = ", steps, "], got ",
+              stop_at);
+  TORCH_CHECK(threads >= 0, "dash-train: 'threads' must be ≥ 0, got ", threads);
+  TORCH_CHECK(lr > 0.0, "dash-train: 'lr' must be > 0, got ", lr);
+  TORCH_CHECK(warmup_steps >= 0, "dash-train: 'warmup_steps' must be ≥ 0, got ", warmup_steps);
+  TORCH_CHECK(min_lr_ratio >= 0.0 && min_lr_ratio <= 1.0, "dash-train: 'min_lr_ratio' must be in [0, 1], got ",
+              min_lr_ratio);
+  TORCH_CHECK(clip_grad_norm >= 0.0, "dash-train: 'clip_grad_norm' must be ≥ 0 (0: off), got ", clip_grad_norm);
+  TORCH_CHECK(weight_decay >= 0.0, "dash-train: 'weight_decay' must be ≥ 0, got ", weight_decay);
+  TORCH_CHECK(optimizer == "adamw" || optimizer == "dash", "dash-train: 'optimizer' must be adamw or dash, got '",
+              optimizer, "'");
+  TORCH_CHECK(beta1 >= 0.0 && beta1 < 1.0, "dash-train: 'beta1' must be in [0, 1), got ", beta1);
+  TORCH_CHECK(beta2 >= 0.0 && beta2 < 1.0, "dash-train: 'beta2' must be in [0, 1), got ", beta2);
+  TORCH_CHECK(eps > 0.0, "dash-train: 'eps' must be > 0, got ", eps);
+  check_name("root_method", root_method, dash::parse_root_method);
+  check_name("scaling", scaling, dash::parse_scaling);
+  check_name("precision", precision, dash::parse_matmul_precision);
+  check_name("grafting", grafting, parse_grafting);
+  check_name("execution", execution, parse_execution);
+  // The remaining DASH ranges are checked by DashOptions itself when the optimizer is built.
+}
+
+nlohmann::json to_json(const TrainConfig& config) {
+  auto values = nlohmann::json::object();
+  for (const auto& key : keys()) {
+    std::visit([&](auto member) { values[key.name] = config.*member; }, key.member);
+  }
+  return values;
+}
+
+void apply_json(TrainConfig& config, const nlohmann::json& values, const std::string& source) {
+  TORCH_CHECK(values.is_object(), "dash-train: ", source, " must be a JSON object of keys, got ", type_name(values));
+  for (const auto& [name, value] : values.items()) {
+    const auto* key = find_key(name);
+    TORCH_CHECK(key != nullptr, "dash-train: unknown key '", name, "' in ", source,
+                " (dash-train --help lists the keys)");
+    assign(config, *key, value, source);
+  }
+}
+
+void apply_config_file(TrainConfig& config, const std::string& path) {
+  std::ifstream in(path);
+  TORCH_CHECK(in, "dash-train: cannot read config file '", path, "'");
+  nlohmann::json values;
+  try {
+    values = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& error) {
+    TORCH_CHECK(false, "dash-train: config file '", path, "' is not valid JSON: ", error.what());
+  }
+  apply_json(config, values, "config file '" + path + "'");
+}
+
+std::vector<std::string> checkpoint_compatibility_keys() {
+  std::vector<std::string> names;
+  for (const auto& key : keys()) {
+    if (key.checkpoint_relevant) names.emplace_back(key.name);
+  }
+  return names;
+}
+
+std::string config_keys_help() {
+  const auto defaults = to_json(TrainConfig{});
+  std::ostringstream help;
+  for (const auto& key : keys()) {
+    std::string flag = std::string("--") + key.name;
+    for (auto& c : flag) {
+      if (c == '_') c = '-';
+    }
+    help << "  " << flag << std::string(flag.size() < 22 ? 22 - flag.size() : 1, ' ') << key.help
+         << " [default " << defaults[key.name].dump() << "]\n";
+  }
+  return help.str();
+}
+
+nlohmann::json parse_command_line_value(const std::string& text) {
+  try {
+    auto value = nlohmann::json::parse(text);
+    if (value.is_number() || value.is_boolean() || value.is_null()) return value;
+  } catch (const nlohmann::json::parse_error&) {
+  }
+  return text;
+}
+
+}  // namespace dash_train

@@ -1,0 +1,195 @@
+#include "trainer.h"
+
+#include "optimizer_factory.h"
+#include "run_log.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+#include <torch/cuda.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/utils.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace dash_train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double elapsed_ms(Clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+}
+
+/// Timings of asynchronous devices mean nothing without waiting for them.
+void wait_for(const at::Device& device) {
+  if (device.is_cuda()) torch::cuda::synchronize(device.index());
+}
+
+at::Device parse_device(const std::string& name) {
+  at::Device device(name);
+  TORCH_CHECK(!device.is_cuda() || torch::cuda::is_available(), "dash-train: device '", name,
+              "' asked for, but no CUDA device is available");
+  return device;
+}
+
+at::Tensor loss_of(Llama& model, const TokenBatch& batch) {
+  const auto logits = model->forward(batch.inputs);
+  return at::cross_entropy_loss(logits.reshape({-1, logits.size(-1)}), batch.targets.reshape({-1}));
+}
+
+std::string number(double value) {
+  std::ostringstream text;
+  text.precision(6);
+  text << value;
+  return text.str();
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainConfig config, const TextCorpus& corpus, DataParallel parallel)
+    : config_(std::move(config)), parallel_(std::move(parallel)), device_(parse_device(config_.device)) {
+  config_.check();
+  if (config_.threads > 0) at::set_num_threads(static_cast<int>(config_.threads));
+  train_tokens_ = corpus.train.to(device_);
+  validation_batches_ = validation_batches(corpus.validation.to(device_), config_.batch_size, config_.seq_len,
+                                           config_.eval_batches);
+  torch::manual_seed(static_cast<uint64_t>(config_.seed));
+  model_ = Llama(config_.model());
+  model_->to(device_);
+  optimizer_ = make_optimizer(config_, model_->parameters());
+  if (config_.resume) {
+    progress_ = load_training_checkpoint(checkpoint_path(), config_, *model_, *optimizer_);
+  }
+}
+
+std::string Trainer::run_dir() const { return config_.out_dir + "/" + config_.name; }
+std::string Trainer::checkpoint_path() const { return run_dir() + "/checkpoint.pt"; }
+
+double Trainer::evaluate() {
+  at::NoGradGuard no_grad;
+  auto total = at::zeros({}, at::TensorOptions().dtype(at::kDouble).device(device_));
+  for (const auto& batch : validation_batches_) total += loss_of(model_, batch).to(at::kDouble);
+  return total.item<double>() / static_cast<double>(validation_batches_.size());
+}
+
+void Trainer::save_checkpoint(int64_t step) {
+  progress_.step = step;
+  if (is_main_process()) save_training_checkpoint(checkpoint_path(), config_, progress_, *model_, *optimizer_);
+}
+
+TrainResult Trainer::run() {
+  const int64_t first_step = progress_.step;
+  const int64_t last_step = config_.stop_at > 0 ? config_.stop_at : config_.steps;
+  const int64_t resume_step = config_.resume ? first_step : -1;
+  const int64_t tokens_per_step = config_.batch_size * config_.seq_len * parallel_.world_size;
+
+  std::unique_ptr<CsvLog> train_log, validation_log;
+  if (is_main_process()) {
+    std::filesystem::create_directories(run_dir());
+    std::ofstream(run_dir() + "/config.json") << to_json(config_).dump(2) << '\n';
+    train_log = std::make_unique<CsvLog>(
+        run_dir() + "/train.csv",
+        std::vector<std::string>{"step", "lr", "loss", "tokens_per_s", "forward_ms", "backward_ms", "optimizer_ms"},
+        resume_step);
+    validation_log = std::make_unique<CsvLog>(run_dir() + "/validation.csv",
+                                              std::vector<std::string>{"step", "tokens", "loss", "perplexity"},
+                                              resume_step);
+  }
+  ProgressDisplay display(config_.steps, config_.log_every, config_.progress && is_main_process());
+  if (first_step > 0) display.message("resumed at step " + std::to_string(first_step));
+
+  auto record_validation = [&](int64_t step) {
+    const double loss = evaluate();
+    progress_.validation.push_back({step, step * tokens_per_step, loss});
+    if (validation_log) {
+      validation_log->write({std::to_string(step), std::to_string(step * tokens_per_step), number(loss),
+                             number(std::exp(loss))});
+    }
+    display.message("step " + std::to_string(step) + ": validation loss " + number(loss) + " (perplexity " +
+                    number(std::exp(loss)) + " per byte)");
+  };
+
+  auto parameters = model_->parameters();
+  TrainResult result;
+  double step_seconds_ema = 0.0;
+  for (int64_t step = first_step; step < last_step; ++step) {
+    const auto step_start = Clock::now();
+    const double lr = scheduled_lr(config_, step);
+    set_learning_rate(*optimizer_, lr);
+    const auto batch = training_batch(train_tokens_, config_.batch_size, config_.seq_len,
+                                      static_cast<uint64_t>(config_.seed), step, parallel_.rank, parallel_.world_size);
+
+    auto phase_start = Clock::now();
+    const auto loss = loss_of(model_, batch);
+    wait_for(device_);
+    const double forward_ms = elapsed_ms(phase_start);
+
+    phase_start = Clock::now();
+    optimizer_->zero_grad();
+    loss.backward();
+    if (parallel_.average_gradients) {
+      std::vector<at::Tensor> gradients;
+      for (const auto& parameter : parameters) gradients.push_back(parameter.grad());
+      parallel_.average_gradients(gradients);
+    }
+    if (config_.clip_grad_norm > 0.0) torch::nn::utils::clip_grad_norm_(parameters, config_.clip_grad_norm);
+    wait_for(device_);
+    const double backward_ms = elapsed_ms(phase_start);
+
+    phase_start = Clock::now();
+    optimizer_->step();
+    wait_for(device_);
+    const double optimizer_ms = elapsed_ms(phase_start);
+
+    const double loss_value = loss.item<double>();
+    TORCH_CHECK(std::isfinite(loss_value), "dash-train: the training loss became ", loss_value, " at step ", step + 1,
+                " (lr ", lr, "); lower lr or raise clip/regularisation");
+    const double step_seconds = elapsed_ms(step_start) / 1000.0;
+    step_seconds_ema = step == first_step ? step_seconds : 0.9 * step_seconds_ema + 0.1 * step_seconds;
+    const double tokens_per_second = static_cast<double>(tokens_per_step) / step_seconds;
+    result.forward_ms += forward_ms;
+    result.backward_ms += backward_ms;
+    result.optimizer_ms += optimizer_ms;
+    result.tokens_per_second += tokens_per_second;
+
+    const int64_t done = step + 1;
+    if (train_log && (done % config_.log_every == 0 || done == last_step)) {
+      train_log->write({std::to_string(done), number(lr), number(loss_value), number(tokens_per_second),
+                        number(forward_ms), number(backward_ms), number(optimizer_ms)});
+    }
+    display.update(done, loss_value, tokens_per_second, step_seconds_ema * static_cast<double>(last_step - done));
+    if (done % config_.eval_every == 0 || done == config_.steps) record_validation(done);
+    const bool periodic = config_.checkpoint_every > 0 && done % config_.checkpoint_every == 0;
+    if (periodic || done == last_step) save_checkpoint(done);
+  }
+  display.finish();
+
+  const auto steps_run = static_cast<double>(std::max<int64_t>(last_step - first_step, 1));
+  result.forward_ms /= steps_run;
+  result.backward_ms /= steps_run;
+  result.optimizer_ms /= steps_run;
+  result.tokens_per_second /= steps_run;
+  result.steps = std::max(last_step, first_step);
+  result.finished = result.steps == config_.steps;
+  result.validation = progress_.validation;
+  result.final_validation_loss = result.validation.empty() ? NAN : result.validation.back().loss;
+  if (is_main_process()) {
+    nlohmann::json summary = {{"steps", result.steps},
+                              {"finished", result.finished},
+                              {"final_validation_loss", result.final_validation_loss},
+                              {"final_validation_perplexity", std::exp(result.final_validation_loss)},
+                              {"forward_ms", result.forward_ms},
+                              {"backward_ms", result.backward_ms},
+                              {"optimizer_ms", result.optimizer_ms},
+                              {"tokens_per_second", result.tokens_per_second},
+                              {"world_size", parallel_.world_size}};
+    std::ofstream(run_dir() + "/summary.json") << summary.dump(2) << '\n';
+  }
+  return result;
+}
+
+}  // namespace dash_train

@@ -1,0 +1,89 @@
+#include "training_checkpoint.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace dash_train {
+namespace {
+
+nlohmann::json compatibility_values(const TrainConfig& config) {
+  const auto all = to_json(config);
+  auto values = nlohmann::json::object();
+  for (const auto& key : checkpoint_compatibility_keys()) values[key] = all[key];
+  return values;
+}
+
+at::Tensor validation_table(const std::vector<ValidationPoint>& points) {
+  auto table = at::empty({static_cast<int64_t>(points.size()), 3}, at::kDouble);
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto row = static_cast<int64_t>(i);
+    table[row][0] = static_cast<double>(points[i].step);
+    table[row][1] = static_cast<double>(points[i].tokens);
+    table[row][2] = points[i].loss;
+  }
+  return table;
+}
+
+std::vector<ValidationPoint> validation_points(const at::Tensor& table) {
+  std::vector<ValidationPoint> points;
+  const auto rows = table.accessor<double, 2>();
+  for (int64_t i = 0; i < table.size(0); ++i) {
+    points.push_back({static_cast<int64_t>(rows[i][0]), static_cast<int64_t>(rows[i][1]), rows[i][2]});
+  }
+  return points;
+}
+
+}  // namespace
+
+void save_training_checkpoint(const std::string& path, const TrainConfig& config, const CheckpointProgress& progress,
+                              torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+  torch::serialize::OutputArchive archive;
+  archive.write("config", c10::IValue(compatibility_values(config).dump()));
+  archive.write("step", c10::IValue(progress.step));
+  archive.write("validation", validation_table(progress.validation));
+  torch::serialize::OutputArchive model_archive;
+  model.save(model_archive);
+  archive.write("model", model_archive);
+  torch::serialize::OutputArchive optimizer_archive;
+  optimizer.save(optimizer_archive);
+  archive.write("optimizer", optimizer_archive);
+  const auto temporary = path + ".tmp";
+  archive.save_to(temporary);
+  std::filesystem::rename(temporary, path);
+}
+
+CheckpointProgress load_training_checkpoint(const std::string& path, const TrainConfig& config,
+                                            torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+  TORCH_CHECK(std::filesystem::exists(path), "dash-train: --resume: no checkpoint at '", path, "'");
+  torch::serialize::InputArchive archive;
+  const auto parameters = model.parameters();
+  archive.load_from(path, parameters.empty() ? at::Device(at::kCPU) : parameters.front().device());
+  c10::IValue saved_config;
+  archive.read("config", saved_config);
+  const auto saved = nlohmann::json::parse(saved_config.toStringRef());
+  const auto current = compatibility_values(config);
+  for (const auto& [key, value] : current.items()) {
+    TORCH_CHECK(saved.contains(key) && saved[key] == value, "dash-train: checkpoint '", path, "' was written with ", key,
+                " = ", saved.contains(key) ? saved[key].dump() : "(absent)", ", this run has ", value.dump(),
+                "; resume with the same value or start a new run");
+  }
+  c10::IValue step;
+  archive.read("step", step);
+  at::Tensor validation;
+  archive.read("validation", validation);
+  validation = validation.cpu();
+  torch::serialize::InputArchive model_archive;
+  archive.read("model", model_archive);
+  model.load(model_archive);
+  torch::serialize::InputArchive optimizer_archive;
+  archive.read("optimizer", optimizer_archive);
+  optimizer.load(optimizer_archive);
+  return {step.toInt(), validation_points(validation)};
+}
+
+}  // namespace dash_train

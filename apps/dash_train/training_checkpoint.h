@@ -1,0 +1,38 @@
+#pragma once
+
+// A dash-train checkpoint: model, optimizer state, step, validation history, and
+// the config keys that must match for a resume to continue the same run.
+
+#include "train_config.h"
+
+#include <torch/nn/module.h>
+#include <torch/optim/optimizer.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dash_train {
+
+struct ValidationPoint {
+  int64_t step = 0;
+  int64_t tokens = 0;  ///< training tokens seen, all ranks
+  double loss = 0.0;   ///< mean cross-entropy, nats per byte
+};
+
+struct CheckpointProgress {
+  int64_t step = 0;  ///< steps completed
+  std::vector<ValidationPoint> validation;
+};
+
+/// Writes to `path` through a temporary file and a rename, so a crash mid-write
+/// leaves the previous checkpoint intact.
+void save_training_checkpoint(const std::string& path, const TrainConfig& config, const CheckpointProgress& progress,
+                              torch::nn::Module& model, torch::optim::Optimizer& optimizer);
+
+/// Restores model and optimizer. Fails naming the first key of
+/// checkpoint_compatibility_keys() whose value differs from `config`.
+CheckpointProgress load_training_checkpoint(const std::string& path, const TrainConfig& config,
+                                            torch::nn::Module& model, torch::optim::Optimizer& optimizer);
+
+}  // namespace dash_train

@@ -1,0 +1,107 @@
+// dash-train configuration: config files, command line, checks, lr schedule.
+
+#include "apps/train_test_support.h"
+#include "command_line.h"
+#include "optimizer_factory.h"
+#include "support/error_message.h"
+#include "train_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+
+namespace dash_train {
+namespace {
+
+using dash::testing::error_of;
+using ::testing::HasSubstr;
+using testing::TemporaryFolder;
+using testing::write_file;
+
+CommandLine parse(std::vector<std::string> arguments) { return parse_command_line(arguments); }
+
+TEST(TrainConfig, ConfigFileAndCommandLineSetKeysWithCommandLineLast) {
+  TemporaryFolder folder;
+  write_file(folder.file("config.json"), R"({"optimizer": "dash", "lr": 0.01, "root_method": "cn", "steps": 50})");
+  const auto line = parse({"train", "--lr", "2e-3", "--config", folder.file("config.json"), "--block-size=64",
+                           "--resume", "--progress", "false"});
+  EXPECT_EQ(line.command, "train");
+  EXPECT_EQ(line.config.optimizer, "dash");
+  EXPECT_EQ(line.config.root_method, "cn");
+  EXPECT_EQ(line.config.steps, 50);
+  EXPECT_DOUBLE_EQ(line.config.lr, 2e-3);
+  EXPECT_EQ(line.config.block_size, 64);
+  EXPECT_TRUE(line.config.resume);
+  EXPECT_FALSE(line.config.progress);
+}
+
+TEST(TrainConfig, EveryKeyRoundTripsThroughJson) {
+  TrainConfig config;
+  config.optimizer = "dash";
+  config.lr = 0.25;
+  config.layers = 7;
+  config.resume = true;
+  TrainConfig copy;
+  apply_json(copy, to_json(config), "test");
+  EXPECT_EQ(to_json(copy), to_json(config));
+}
+
+TEST(TrainConfig, UnknownKeysAreErrorsThatNameThem) {
+  TemporaryFolder folder;
+  write_file(folder.file("config.json"), R"({"lr": 0.01, "learning_rate": 0.02})");
+  EXPECT_THAT(error_of([&] { parse({"--config", folder.file("config.json")}); }),
+              HasSubstr("unknown key 'learning_rate'"));
+  EXPECT_THAT(error_of([&] { parse({"--warmup", "10"}); }), HasSubstr("unknown key 'warmup'"));
+  EXPECT_THAT(error_of([&] { parse({"compare", "--runs"}); }), HasSubstr("needs a value"));
+  EXPECT_THAT(error_of([&] { parse({"--seeds", "1,2"}); }), HasSubstr("belong to 'compare'"));
+  EXPECT_THAT(error_of([&] { parse({"fit"}); }), HasSubstr("unknown command 'fit'"));
+}
+
+TEST(TrainConfig, OutOfRangeAndWronglyTypedValuesAreErrorsThatNameTheKey) {
+  EXPECT_THAT(error_of([&] { parse({"--lr", "-1"}); }), HasSubstr("'lr' must be > 0"));
+  EXPECT_THAT(error_of([&] { parse({"--steps", "0"}); }), HasSubstr("'steps' must be ≥ 1"));
+  EXPECT_THAT(error_of([&] { parse({"--steps", "2.5"}); }), HasSubstr("'steps' (command line) expects an integer"));
+  EXPECT_THAT(error_of([&] { parse({"--beta2", "1"}); }), HasSubstr("'beta2' must be in [0, 1)"));
+  EXPECT_THAT(error_of([&] { parse({"--optimizer", "sgd"}); }), HasSubstr("'optimizer' must be adamw or dash"));
+  EXPECT_THAT(error_of([&] { parse({"--root-method", "svd"}); }), HasSubstr("'root_method'"));
+  EXPECT_THAT(error_of([&] { parse({"--grafting", "lion"}); }), HasSubstr("'grafting'"));
+  EXPECT_THAT(error_of([&] { parse({"--heads", "3"}); }), HasSubstr("heads"));
+  EXPECT_THAT(error_of([&] { parse({"--stop-at", "500"}); }), HasSubstr("'stop_at'"));
+  TemporaryFolder folder;
+  write_file(folder.file("config.json"), R"({"lr": "fast"})");
+  EXPECT_THAT(error_of([&] { parse({"--config", folder.file("config.json")}); }), HasSubstr("expects a number"));
+  write_file(folder.file("broken.json"), R"({"lr": )");
+  EXPECT_THAT(error_of([&] { parse({"--config", folder.file("broken.json")}); }), HasSubstr("not valid JSON"));
+  EXPECT_THAT(error_of([&] { parse({"--config", folder.file("absent.json")}); }), HasSubstr("cannot read config"));
+}
+
+TEST(TrainConfig, CompareTakesSeedsAndAnLrGrid) {
+  const auto line = parse({"compare", "--seeds", "1,2,3", "--lrs", "1e-3,3e-3", "--steps", "10"});
+  EXPECT_EQ(line.command, "compare");
+  EXPECT_EQ(line.seeds, (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(line.lrs, (std::vector<double>{1e-3, 3e-3}));
+  EXPECT_EQ(line.config.out_dir, "results/compare");
+  EXPECT_THAT(error_of([&] { parse({"compare", "--seeds", "1,x"}); }), HasSubstr("--seeds expects"));
+}
+
+TEST(LearningRateSchedule, WarmsUpLinearlyThenFollowsACosineToTheFloor) {
+  TrainConfig config;
+  config.lr = 1.0;
+  config.steps = 110;
+  config.warmup_steps = 10;
+  config.min_lr_ratio = 0.1;
+  EXPECT_DOUBLE_EQ(scheduled_lr(config, 0), 0.1);
+  EXPECT_DOUBLE_EQ(scheduled_lr(config, 9), 1.0);
+  EXPECT_DOUBLE_EQ(scheduled_lr(config, 10), 1.0);
+  // Halfway through the decay the cosine is at its midpoint.
+  const double middle = 10 + 99 / 2.0;
+  const double expected_middle = 0.1 + 0.9 * 0.5 * (1 + std::cos(M_PI * (middle - 10) / 99));
+  EXPECT_NEAR(scheduled_lr(config, static_cast<int64_t>(middle)), expected_middle, 0.02);
+  EXPECT_DOUBLE_EQ(scheduled_lr(config, 109), 0.1);
+  for (int64_t step = 11; step < 110; ++step) EXPECT_LT(scheduled_lr(config, step), scheduled_lr(config, step - 1));
+}
+
+}  // namespace
+}  // namespace dash_train
