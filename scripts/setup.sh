@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(
   cmake g++ make             # build
   libtorch-dev               # LibTorch (CPU) headers and libraries
+  libgloo-dev                # Gloo headers, needed by LibTorch's c10d ProcessGroupGloo
   libopenblas0-pthread       # fast BLAS/LAPACK for LibTorch's CPU matmuls and eigh
   libgtest-dev libgmock-dev  # tests
   nlohmann-json3-dev         # JSON reports and dash-train configs

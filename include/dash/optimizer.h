@@ -20,6 +20,7 @@ namespace dash {
 namespace optim {
 class Engine;
 }  // namespace optim
+class DistributedContext;  // <dash/distributed.h>
 
 /// Direction whose per-block norm the Shampoo update is scaled to (spec §4 step 6).
 enum class GraftingType { Adam, RMSprop, AdaGrad, SGD, None };
@@ -110,6 +111,13 @@ class Dash : public torch::optim::Optimizer {
  public:
   explicit Dash(std::vector<torch::optim::OptimizerParamGroup> param_groups, DashOptions defaults = {});
   explicit Dash(std::vector<at::Tensor> params, DashOptions defaults = {});
+  /// Distributed DASH (<dash/distributed.h>): this rank keeps the state of and
+  /// computes the updates for its share of the blocks; every step all-gathers the
+  /// updates. Gradients must be identical on all ranks when step() is called.
+  /// A null context is the single-process optimizer.
+  Dash(std::vector<torch::optim::OptimizerParamGroup> param_groups, DashOptions defaults,
+      std::shared_ptr<const DistributedContext> distributed);
+  Dash(std::vector<at::Tensor> params, DashOptions defaults, std::shared_ptr<const DistributedContext> distributed);
   ~Dash() override;
 
   at::Tensor step(LossClosure closure = nullptr) override;
@@ -117,10 +125,15 @@ class Dash : public torch::optim::Optimizer {
   void load(torch::serialize::InputArchive& archive) override;
 
   /// Failure counters and skip counts; reads a few scalars back from the device.
+  /// Distributed: the stacks and failures of this rank's blocks.
   DashDiagnostics diagnostics() const;
 
-  /// Optimizer state held, in bytes (factors, roots, moments, statistics).
+  /// Optimizer state held by this process, in bytes (factors, roots, moments,
+  /// statistics). Distributed: this rank's share, ≈ 1/world_size of the whole.
   int64_t state_bytes() const;
+
+  /// Bytes this rank sends plus receives in each step's all-gather; 0 in a single process.
+  int64_t communicated_bytes_per_step() const;
 
   /// Splits the wall time of the following steps into phases (copies, factors,
   /// roots, grafting, preconditioning). Waits for the device at every phase
@@ -130,6 +143,7 @@ class Dash : public torch::optim::Optimizer {
 
  private:
   std::unique_ptr<optim::Engine> engine_;
+  std::shared_ptr<const DistributedContext> distributed_;
 };
 
 }  // namespace dash

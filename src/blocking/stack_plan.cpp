@@ -108,4 +108,36 @@ StackPlan plan_stacks(
   return plan;
 }
 
+StackPlan restrict_plan(const StackPlan& plan, const std::vector<std::vector<bool>>& keep_blocks,
+    const std::vector<bool>& keep_segments, const std::vector<GroupBlocking>& blocking) {
+  TORCH_CHECK(keep_blocks.size() == plan.gradient_stacks.size() && keep_segments.size() == plan.adamw_segments.size(),
+      "dash: restrict_plan needs one flag per block and per segment");
+  StackPlan part;
+  part.parameters = plan.parameters;
+  part.flat_numel = plan.flat_numel;
+  for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
+    const auto& stack = plan.gradient_stacks[s];
+    TORCH_CHECK(static_cast<int64_t>(keep_blocks[s].size()) == stack.count(),
+        "dash: restrict_plan: stack ", s, " has ", stack.count(), " blocks, got ", keep_blocks[s].size(), " flags");
+    GradientStack kept;
+    kept.group = stack.group;
+    kept.rows = stack.rows;
+    kept.cols = stack.cols;
+    kept.one_sided = stack.one_sided;
+    const auto block_numel = static_cast<size_t>(stack.rows * stack.cols);
+    for (int64_t b = 0; b < stack.count(); ++b) {
+      if (!keep_blocks[s][b]) continue;
+      kept.block_params.push_back(stack.block_params[b]);
+      const auto first = stack.flat_index.begin() + static_cast<std::ptrdiff_t>(b * block_numel);
+      kept.flat_index.insert(kept.flat_index.end(), first, first + static_cast<std::ptrdiff_t>(block_numel));
+    }
+    if (kept.count() > 0) part.gradient_stacks.push_back(std::move(kept));
+  }
+  for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {
+    if (keep_segments[j]) part.adamw_segments.push_back(plan.adamw_segments[j]);
+  }
+  stack_factors(part, blocking);
+  return part;
+}
+
 }  // namespace dash::blocking

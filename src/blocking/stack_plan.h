@@ -75,4 +75,12 @@ StackPlan plan_stacks(
     const std::vector<int64_t>& groups,
     const std::vector<GroupBlocking>& blocking);
 
+/// The part of `plan` one rank of a distributed optimizer works on (spec §6): the
+/// blocks with keep_blocks[stack][block] and the AdamW segments with
+/// keep_segments[segment]. Parameters and flat-buffer positions stay those of
+/// `plan`; gradient stacks left empty are dropped and the factor stacks are
+/// rebuilt for the blocks kept.
+StackPlan restrict_plan(const StackPlan& plan, const std::vector<std::vector<bool>>& keep_blocks,
+    const std::vector<bool>& keep_segments, const std::vector<GroupBlocking>& blocking);
+
 }  // namespace dash::blocking

@@ -1,3 +1,4 @@
+#include <dash/distributed.h>
 #include <dash/optimizer.h>
 
 #include "optim/dash_options.h"
@@ -30,6 +31,11 @@ std::string layout_signature(const optim::Engine& engine, const std::vector<torc
     signature += "\n";
   }
   signature += "stacks " + std::to_string(engine.stacks.size()) + " factors " + std::to_string(engine.factors.size());
+  if (engine.distributed) {
+    // Each rank's checkpoint holds its share of the blocks, which depends on both.
+    signature += "\nrank " + std::to_string(engine.distributed->rank()) + " of " +
+        std::to_string(engine.distributed->world_size());
+  }
   return signature;
 }
 
@@ -56,16 +62,24 @@ void for_each_state_tensor(optim::Engine& engine, Visit&& visit) {
 }  // namespace
 
 Dash::Dash(std::vector<torch::optim::OptimizerParamGroup> param_groups, DashOptions defaults)
-    : Optimizer(std::move(param_groups), std::make_unique<DashOptions>(defaults)) {
+    : Dash(std::move(param_groups), std::move(defaults), nullptr) {}
+
+Dash::Dash(std::vector<at::Tensor> params, DashOptions defaults)
+    : Dash({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), nullptr) {}
+
+Dash::Dash(std::vector<torch::optim::OptimizerParamGroup> param_groups, DashOptions defaults,
+    std::shared_ptr<const DistributedContext> distributed)
+    : Optimizer(std::move(param_groups), std::make_unique<DashOptions>(defaults)),
+      distributed_(std::move(distributed)) {
   optim::check_options(defaults);
   for (const auto& group : param_groups_) {
     optim::check_options(static_cast<const DashOptions&>(group.options()));
   }
-  engine_ = std::make_unique<optim::Engine>(param_groups_);
+  engine_ = std::make_unique<optim::Engine>(param_groups_, distributed_);
 }
 
-Dash::Dash(std::vector<at::Tensor> params, DashOptions defaults)
-    : Dash({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults)) {}
+Dash::Dash(std::vector<at::Tensor> params, DashOptions defaults, std::shared_ptr<const DistributedContext> distributed)
+    : Dash({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(distributed)) {}
 
 Dash::~Dash() = default;
 
@@ -82,7 +96,7 @@ at::Tensor Dash::step(LossClosure closure) {
     for (const auto& group : param_groups_) {
       optim::check_options(static_cast<const DashOptions&>(group.options()));
     }
-    engine_ = std::make_unique<optim::Engine>(param_groups_);
+    engine_ = std::make_unique<optim::Engine>(param_groups_, distributed_);
   }
   engine_->step(param_groups_);
   return loss;
@@ -116,9 +130,12 @@ int64_t Dash::state_bytes() const {
   return bytes;
 }
 
+int64_t Dash::communicated_bytes_per_step() const { return engine_->communicated_bytes_per_step(); }
+
 void Dash::save(torch::serialize::OutputArchive& archive) const {
   archive.write("dash.format", c10::IValue(kCheckpointFormat));
   archive.write("dash.layout", c10::IValue(layout_signature(*engine_, param_groups_)));
+  archive.write("dash.world_size", c10::IValue(distributed_ ? distributed_->world_size() : int64_t{1}));
   archive.write("dash.steps_taken", c10::IValue(engine_->steps_taken));
   archive.write("dash.skipped_steps", c10::IValue(engine_->skipped_steps));
   archive.write("dash.groups", c10::IValue(static_cast<int64_t>(param_groups_.size())));
@@ -145,6 +162,13 @@ void Dash::load(torch::serialize::InputArchive& archive) {
   };
   TORCH_CHECK(read_value("dash.format").toInt() == kCheckpointFormat,
       "dash::Dash: unsupported checkpoint format");
+  c10::IValue saved_world;
+  const int64_t world_size = distributed_ ? distributed_->world_size() : 1;
+  const int64_t saved_world_size = archive.try_read("dash.world_size", saved_world) ? saved_world.toInt() : 1;
+  TORCH_CHECK(saved_world_size == world_size, "dash::Dash: the checkpoint holds the optimizer state of ",
+      saved_world_size == 1 ? std::string("a single process") : "one of " + std::to_string(saved_world_size) + " ranks",
+      ", this optimizer runs on ", world_size == 1 ? std::string("a single process") : std::to_string(world_size) + " ranks",
+      "; resume with the same number of ranks (each rank loads its own shard)");
   TORCH_CHECK(read_value("dash.groups").toInt() == static_cast<int64_t>(param_groups_.size()),
       "dash::Dash: the checkpoint has ", read_value("dash.groups").toInt(), " parameter groups, this optimizer ",
       param_groups_.size());
@@ -159,7 +183,7 @@ void Dash::load(torch::serialize::InputArchive& archive) {
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     groups.emplace_back(param_groups_[g].params(), std::make_unique<DashOptions>(options[g]));
   }
-  auto engine = std::make_unique<optim::Engine>(groups);
+  auto engine = std::make_unique<optim::Engine>(groups, distributed_);
   const auto saved_layout = read_value("dash.layout").toStringRef();
   const auto layout = layout_signature(*engine, groups);
   TORCH_CHECK(saved_layout == layout,

@@ -1,5 +1,7 @@
 #include "optim/engine.h"
 
+#include "distributed/update_exchange.h"
+#include "distributed/work_split.h"
 #include "optim/dash_options.h"
 
 #include <ATen/ATen.h>
@@ -97,7 +99,9 @@ struct Engine::StepContext {
   const DashOptions& options(int64_t group) const { return options_of((*groups)[group]); }
 };
 
-Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
+    std::shared_ptr<const DistributedContext> distributed_context)
+    : distributed(std::move(distributed_context)) {
   std::vector<std::vector<int64_t>> shapes;
   std::vector<int64_t> group_of;
   std::vector<blocking::GroupBlocking> blocking;
@@ -117,6 +121,16 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
   plan = blocking::plan_stacks(shapes, group_of, blocking);
   if (params.empty()) return;
   const auto to = at::TensorOptions().dtype(at::kFloat).device(params.front().device());
+  const bool sharded = distributed && distributed->world_size() > 1;
+  if (sharded) {
+    const auto split = distributed::split_work(plan, distributed->world_size());
+    std::vector<std::vector<int64_t>> positions;
+    for (int64_t rank = 0; rank < distributed->world_size(); ++rank) {
+      positions.push_back(distributed::owned_positions(plan, split, rank));
+    }
+    exchange_ = std::make_unique<distributed::UpdateExchange>(*distributed, positions, plan.flat_numel, to.device());
+    plan = distributed::plan_for_rank(plan, split, distributed->rank(), blocking);
+  }
   for (const auto& stack : plan.gradient_stacks) {
     const auto& options = options_of(groups[stack.group]);
     GradientStackState state;
@@ -139,8 +153,12 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
     segments.push_back({std::move(moments), std::move(work)});
   }
   flat_grad_ = at::empty({plan.flat_numel}, to);
-  flat_update_ = at::empty({plan.flat_numel}, to);
+  flat_update_ = at::empty({plan.flat_numel + (sharded ? 1 : 0)}, to);
 }
+
+Engine::~Engine() = default;
+
+int64_t Engine::communicated_bytes_per_step() const { return exchange_ ? exchange_->bytes_per_step() : 0; }
 
 bool Engine::matches(const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
   size_t index = 0;
@@ -425,6 +443,10 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
   for (size_t k = 0; k < factors.size(); ++k) refresh_roots(context, k);
   for_each_active([&](size_t s, const Rows& rows) { write_direction(context, s, rows); });
   for (size_t j = 0; j < segments.size(); ++j) update_adamw_segment(context, j);
+  if (exchange_) {
+    ScopedPhase phase(profile, Phase::Communication);
+    exchange_->exchange(flat_update_);
+  }
   ScopedPhase phase(profile, Phase::Copies);
   apply_updates(context);
 }

@@ -11,7 +11,12 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <memory>
 #include <vector>
+
+namespace dash::distributed {
+class UpdateExchange;
+}  // namespace dash::distributed
 
 namespace dash::optim {
 
@@ -60,15 +65,20 @@ struct AdamWSegmentState {
 
 class Engine {
  public:
-  /// Plans stacks for the parameters of `groups` and allocates zero state.
-  explicit Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups);
+  /// Plans stacks for the parameters of `groups` and allocates zero state. With a
+  /// distributed context of several ranks, the plan and the state are this rank's
+  /// share of the blocks (distributed/work_split.h).
+  explicit Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
+      std::shared_ptr<const DistributedContext> distributed = nullptr);
+  ~Engine();
 
   /// One optimizer step on the current gradients.
   void step(const std::vector<torch::optim::OptimizerParamGroup>& groups);
 
   bool matches(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
 
-  blocking::StackPlan plan;
+  blocking::StackPlan plan;  ///< this rank's blocks (all blocks in a single process)
+  std::shared_ptr<const DistributedContext> distributed;
   std::vector<at::Tensor> params;
   std::vector<GradientStackState> stacks;
   std::vector<FactorStackState> factors;
@@ -88,7 +98,12 @@ class Engine {
   void apply_updates(StepContext& context);
 
   at::Tensor flat_grad_;
-  at::Tensor flat_update_;
+  at::Tensor flat_update_;  ///< plan.flat_numel elements, + 1 scratch when distributed
+  std::unique_ptr<distributed::UpdateExchange> exchange_;
+
+ public:
+  /// Bytes sent plus received per step by this rank; 0 in a single process.
+  int64_t communicated_bytes_per_step() const;
 };
 
 }  // namespace dash::optim

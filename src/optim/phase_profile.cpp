@@ -5,7 +5,7 @@
 namespace dash::optim {
 
 std::map<std::string, double> PhaseProfile::totals_ms() const {
-  static const char* const names[] = {"copies", "factors", "roots", "grafting", "preconditioning"};
+  static const char* const names[] = {"copies", "factors", "roots", "grafting", "preconditioning", "communication"};
   std::map<std::string, double> result;
   for (size_t i = 0; i < totals_ms_.size(); ++i) result[names[i]] = totals_ms_[i];
   return result;

@@ -14,7 +14,7 @@
 
 namespace dash::optim {
 
-enum class Phase { Copies, Factors, Roots, Grafting, Preconditioning, Count };
+enum class Phase { Copies, Factors, Roots, Grafting, Preconditioning, Communication, Count };
 
 class PhaseProfile {
  public:

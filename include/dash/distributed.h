@@ -1,0 +1,95 @@
+#pragma once
+
+// Distributed DASH (../shared/dash-algorithm.md §6) over LibTorch's c10d: Gloo on
+// CPU, NCCL on CUDA. Give dash::Dash a DistributedContext and each rank keeps the
+// state of, and computes the update for, its share of the blocks; one all-gather
+// of a flat buffer per step gives every rank all updates.
+//
+//   auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options);
+//   auto group = dash::make_gloo_process_group(store, rank, world_size);
+//   dash::Dash optimizer(params, options, std::make_shared<dash::DistributedContext>(group));
+//
+// The gradients must already be identical on all ranks (all-reduced by the training
+// loop, e.g. with DistributedContext::average); the parameters stay identical.
+
+#include <dash/c10d_compat.h>
+
+#include <ATen/core/Tensor.h>
+#include <torch/arg.h>
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace c10d {
+class Store;
+}  // namespace c10d
+
+namespace dash {
+
+/// Element type of the exchanged updates. 16-bit halves the bytes sent and rounds
+/// each update to 8 (bf16) or 11 (fp16) significant bits.
+enum class CommunicationDtype { FP32, BF16, FP16 };
+
+struct DistributedOptions {
+  TORCH_ARG(CommunicationDtype, communication_dtype) = CommunicationDtype::FP32;
+  /// A collective not finished after this long fails with an error (e.g. a rank died).
+  TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::minutes(5);
+};
+
+/// A process group and how dash uses it.
+class DistributedContext {
+ public:
+  explicit DistributedContext(c10::intrusive_ptr<ProcessGroup> group, DistributedOptions options = {});
+
+  int64_t rank() const;
+  int64_t world_size() const;
+  ProcessGroup& group() const { return *group_; }
+  const DistributedOptions& options() const { return options_; }
+
+  /// Averages `tensors` over the ranks in place: one all-reduce of one flat buffer
+  /// (data-parallel gradients). Tensors must be float32 and on one device.
+  void average(const std::vector<at::Tensor>& tensors) const;
+
+ private:
+  c10::intrusive_ptr<ProcessGroup> group_;
+  DistributedOptions options_;
+};
+
+/// A Gloo group of `world_size` ranks meeting at `store`. `hostname` is the address
+/// this rank is reached at ("127.0.0.1" for local ranks).
+c10::intrusive_ptr<ProcessGroup> make_gloo_process_group(const c10::intrusive_ptr<c10d::Store>& store, int64_t rank,
+    int64_t world_size, std::chrono::milliseconds timeout = std::chrono::minutes(5),
+    const std::string& hostname = "127.0.0.1");
+
+/// torchrun's environment: MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE.
+struct RankEnvironment {
+  std::string master_addr;
+  int64_t master_port = 0;
+  int64_t rank = 0;
+  int64_t world_size = 1;
+  /// TORCHELASTIC_USE_AGENT_STORE=True: a launcher hosts the TCPStore, rank 0 does not.
+  bool store_hosted_by_launcher = false;
+};
+
+/// The environment's ranks; nullopt when neither RANK nor WORLD_SIZE is set. A
+/// missing or malformed variable is an error that names it.
+std::optional<RankEnvironment> rank_environment();
+
+/// Connects to (or, as rank 0, hosts) the TCPStore at MASTER_ADDR:MASTER_PORT and
+/// makes a Gloo group on it.
+c10::intrusive_ptr<ProcessGroup> gloo_process_group_from_environment(const RankEnvironment& environment,
+    std::chrono::milliseconds timeout = std::chrono::minutes(5));
+
+/// Runs `command` (argv) as `nproc` local processes with RANK, WORLD_SIZE,
+/// MASTER_ADDR=127.0.0.1 and MASTER_PORT set, hosting their TCPStore on a free
+/// loopback port. When a rank fails the others get `grace` to fail too and are
+/// then killed; with a `timeout` > 0, every rank still running after it is killed
+/// (exit code 124). Returns 0 when every rank exited 0, else the first failure's code.
+int launch_local_ranks(const std::vector<std::string>& command, int64_t nproc,
+    std::chrono::milliseconds grace = std::chrono::seconds(30),
+    std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
+
+}  // namespace dash

@@ -1,0 +1,42 @@
+#include <dash/distributed.h>
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+namespace dash {
+
+DistributedContext::DistributedContext(c10::intrusive_ptr<ProcessGroup> group, DistributedOptions options)
+    : group_(std::move(group)), options_(options) {
+  TORCH_CHECK(group_, "dash::DistributedContext: the process group is null");
+  TORCH_CHECK(options_.timeout().count() > 0, "dash::DistributedContext: timeout must be > 0 ms, got ",
+      options_.timeout().count());
+}
+
+int64_t DistributedContext::rank() const { return group_->getRank(); }
+int64_t DistributedContext::world_size() const { return group_->getSize(); }
+
+void DistributedContext::average(const std::vector<at::Tensor>& tensors) const {
+  if (tensors.empty() || world_size() == 1) return;
+  std::vector<at::Tensor> flat_pieces;
+  for (const auto& tensor : tensors) {
+    TORCH_CHECK(tensor.defined() && tensor.scalar_type() == at::kFloat && tensor.device() == tensors[0].device(),
+        "dash::DistributedContext::average: tensors must be defined float32 tensors on one device");
+    flat_pieces.push_back(tensor.reshape(-1));
+  }
+  std::vector<at::Tensor> buffer{at::cat(flat_pieces)};
+  auto work = group_->allreduce(buffer);
+  try {
+    work->wait(options_.timeout());
+  } catch (const std::exception& error) {
+    TORCH_CHECK(false, "dash: rank ", rank(), " of ", world_size(),
+        ": the gradient all-reduce failed (a rank exited or hung?): ", error.what());
+  }
+  buffer[0].div_(static_cast<double>(world_size()));
+  int64_t offset = 0;
+  for (const auto& tensor : tensors) {
+    tensor.copy_(buffer[0].narrow(0, offset, tensor.numel()).view_as(tensor));
+    offset += tensor.numel();
+  }
+}
+
+}  // namespace dash
