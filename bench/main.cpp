@@ -1,7 +1,9 @@
 // dash-bench: benchmarks of the dash library.
 //   dash-bench solvers [options]   inverse-root solvers on (N, b, b) stacks
 //   dash-bench step [options]      optimizer steps on model shapes (AdamW, sequential, batched)
+//   dash-bench distributed [options]  DASH steps on N local Gloo ranks: time, memory, bytes sent
 
+#include "distributed_bench.h"
 #include "solver_bench.h"
 #include "step_bench.h"
 
@@ -19,7 +21,10 @@ int main(int argc, char** argv) {
       "       dash-bench step [--preset llama-tiny|llama-953m|smoke] [--layers N] [--shapes 512x512,512]\n"
       "                       [--block 256] [--frequencies 1,10] [--methods evd,cn,ndb,chebyshev]\n"
       "                       [--scalings fro,pi,multi-pi] [--precisions fp32,fp16,bf16] [--baseline 1]\n"
-      "                       [--warmup 1] [--steps K] [--device cpu|cuda] [--profile 0|1] [--json PATH]\n";
+      "                       [--warmup 1] [--steps K] [--device cpu|cuda] [--profile 0|1] [--json PATH]\n"
+      "       dash-bench distributed [--preset llama-tiny] [--layers N] [--block 256] [--frequency 10]\n"
+      "                       [--method ndb] [--scaling multi-pi] [--communication fp32|bf16|fp16]\n"
+      "                       [--nproc 1] [--warmup 2] [--steps 20] [--json PATH]\n";
   if (argc < 2) {
     std::cerr << usage;
     return 2;
@@ -32,6 +37,9 @@ int main(int argc, char** argv) {
     }
     if (command == "step") {
       return dash::bench::run_step_bench(args);
+    }
+    if (command == "distributed") {
+      return dash::bench::run_distributed_bench(args);
     }
     std::cerr << "dash-bench: unknown command '" << command << "'\n" << usage;
     return 2;

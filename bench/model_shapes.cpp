@@ -1,5 +1,8 @@
 #include "model_shapes.h"
 
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+
 #include <sstream>
 #include <stdexcept>
 
@@ -58,6 +61,17 @@ ModelShapes parse_shapes(const std::string& list) {
   }
   if (model.shapes.empty()) throw std::invalid_argument("--shapes is empty");
   return model;
+}
+
+std::vector<at::Tensor> model_parameters(const ModelShapes& model, const at::Device& device, uint64_t seed) {
+  auto generator = at::detail::createCPUGenerator(seed);
+  std::vector<at::Tensor> params;
+  for (const auto& shape : model.shapes) {
+    auto p = (at::randn(shape, generator) * 0.02).to(device).set_requires_grad(true);
+    p.mutable_grad() = at::randn(shape, generator).to(device);
+    params.push_back(p);
+  }
+  return params;
 }
 
 }  // namespace dash::bench

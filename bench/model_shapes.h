@@ -2,6 +2,8 @@
 
 // Parameter shapes of real models, for benchmarking optimizer steps.
 
+#include <ATen/core/Tensor.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,5 +28,9 @@ ModelShapes preset_model(const std::string& name, int64_t layers);
 
 /// "512x512,1408x512,512": shapes separated by commas, dimensions by 'x'.
 ModelShapes parse_shapes(const std::string& list);
+
+/// Parameters of `model`'s shapes on `device`, N(0, 0.02²), each with a fixed
+/// N(0, 1) gradient; the same for the same seed in every process.
+std::vector<at::Tensor> model_parameters(const ModelShapes& model, const at::Device& device, uint64_t seed);
 
 }  // namespace dash::bench

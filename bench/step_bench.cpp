@@ -43,18 +43,6 @@ struct Measurement {
   std::map<std::string, double> phases_ms;  // per step, with --profile
 };
 
-// Model parameters with fixed random gradients (same seed for every configuration).
-std::vector<at::Tensor> make_parameters(const ModelShapes& model, const at::Device& device, uint64_t seed) {
-  auto generator = at::detail::createCPUGenerator(seed);
-  std::vector<at::Tensor> params;
-  for (const auto& shape : model.shapes) {
-    auto p = (at::randn(shape, generator) * 0.02).to(device).set_requires_grad(true);
-    p.mutable_grad() = at::randn(shape, generator).to(device);
-    params.push_back(p);
-  }
-  return params;
-}
-
 // FLOPs of one DASH step from the stack shapes: factor updates G Gᵀ and Gᵀ G and
 // the preconditioning L̄ Ĝ R̄ (2·r·c·(r + c) each per block), plus the inverse roots
 // every f steps.
@@ -96,7 +84,7 @@ int64_t adamw_state_bytes(const torch::optim::AdamW& optimizer) {
 
 Measurement measure(const Configuration& config, const ModelShapes& model, const at::Device& device, uint64_t seed,
     int warmup, int steps, bool profile) {
-  auto params = make_parameters(model, device, seed);
+  auto params = model_parameters(model, device, seed);
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   if (config.adamw) {
     optimizer = std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(1e-3));

@@ -84,6 +84,8 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
   const bool compare_only = !line.runs_file.empty() || line.lrs.size() > 0 || line.seeds != std::vector<int64_t>{1};
   TORCH_CHECK(line.command == "compare" || !compare_only, "dash-train: --runs, --seeds and --lrs belong to 'compare'");
   if (line.command == "compare" && !out_dir_given) line.config.out_dir = "results/compare";
+  TORCH_CHECK(line.command != "compare" || line.config.nproc == 1,
+              "dash-train: compare runs in one process; --nproc belongs to 'train'");
   if (line.command != "help") line.config.check();
   return line;
 }

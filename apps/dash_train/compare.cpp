@@ -55,7 +55,7 @@ std::vector<Variant> variants(const CompareOptions& options) {
                 "dash-train compare: every run needs a \"name\" string, got ", run.dump());
     auto keys = run;
     keys.erase("name");
-    for (const char* shared : {"data", "validation_fraction", "out_dir", "seed", "resume", "stop_at"}) {
+    for (const char* shared : {"data", "validation_fraction", "out_dir", "seed", "resume", "stop_at", "nproc"}) {
       TORCH_CHECK(!keys.contains(shared), "dash-train compare: run '", run["name"].get<std::string>(), "' sets '",
                   shared, "'; it is shared by all runs: set it on the command line or in --config");
     }

@@ -29,7 +29,8 @@ std::unique_ptr<torch::optim::Optimizer> make_adamw(const TrainConfig& config, c
   return std::make_unique<torch::optim::AdamW>(std::move(groups), options);
 }
 
-std::unique_ptr<torch::optim::Optimizer> make_dash(const TrainConfig& config, const std::vector<at::Tensor>& params) {
+std::unique_ptr<torch::optim::Optimizer> make_dash(const TrainConfig& config, const std::vector<at::Tensor>& params,
+    std::shared_ptr<const dash::DistributedContext> distributed) {
   const auto root = dash::InverseRootOptions()
                         .method(dash::parse_root_method(config.root_method))
                         .scaling(dash::parse_scaling(config.scaling))
@@ -52,7 +53,7 @@ std::unique_ptr<torch::optim::Optimizer> make_dash(const TrainConfig& config, co
                            .adamw_betas(std::make_tuple(config.beta1, config.beta2))
                            .adamw_eps(config.eps)
                            .execution(parse_execution(config.execution));
-  return std::make_unique<dash::Dash>(params, options);
+  return std::make_unique<dash::Dash>(params, options, std::move(distributed));
 }
 
 }  // namespace
@@ -72,9 +73,17 @@ dash::Execution parse_execution(const std::string& name) {
   return dash::Execution::Sequential;
 }
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& config, const std::vector<at::Tensor>& params) {
+dash::CommunicationDtype parse_communication_dtype(const std::string& name) {
+  if (name == "fp32") return dash::CommunicationDtype::FP32;
+  if (name == "bf16") return dash::CommunicationDtype::BF16;
+  TORCH_CHECK(name == "fp16", "unknown communication dtype '", name, "'; expected fp32, bf16 or fp16");
+  return dash::CommunicationDtype::FP16;
+}
+
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& config, const std::vector<at::Tensor>& params,
+    std::shared_ptr<const dash::DistributedContext> distributed) {
   config.check();
-  return config.optimizer == "dash" ? make_dash(config, params) : make_adamw(config, params);
+  return config.optimizer == "dash" ? make_dash(config, params, std::move(distributed)) : make_adamw(config, params);
 }
 
 double scheduled_lr(const TrainConfig& config, int64_t step) {

@@ -4,6 +4,7 @@
 
 #include "train_config.h"
 
+#include <dash/distributed.h>
 #include <dash/optimizer.h>
 
 #include <torch/optim/optimizer.h>
@@ -16,12 +17,17 @@ namespace dash_train {
 /// the config's root solver, scaling, precision, frequency and block size; 1-D
 /// parameters go to its built-in AdamW. Both use (beta1, beta2, eps) for Adam-style
 /// statistics, so the two differ only in how matrices are preconditioned.
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& config, const std::vector<at::Tensor>& params);
+/// With a distributed context, DASH splits its blocks over the ranks (AdamW is
+/// replicated: its state is elementwise and its step cheap).
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& config, const std::vector<at::Tensor>& params,
+    std::shared_ptr<const dash::DistributedContext> distributed = nullptr);
 
 /// "adam", "rmsprop", "adagrad", "sgd", "none".
 dash::GraftingType parse_grafting(const std::string& name);
 /// "batched", "sequential".
 dash::Execution parse_execution(const std::string& name);
+/// "fp32", "bf16", "fp16".
+dash::CommunicationDtype parse_communication_dtype(const std::string& name);
 
 /// Learning rate of `step` (0-based): linear warm-up to lr over warmup_steps, then
 /// cosine decay to lr · min_lr_ratio at the last step.

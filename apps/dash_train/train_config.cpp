@@ -49,6 +49,8 @@ const std::vector<Key>& keys() {
       {"resume", &TrainConfig::resume, "continue from out_dir/name/checkpoint.pt", false},
       {"progress", &TrainConfig::progress, "show the progress bar / progress lines", false},
       {"threads", &TrainConfig::threads, "intra-op CPU threads (0: LibTorch's default)", false},
+      {"nproc", &TrainConfig::nproc, "local data-parallel ranks (Gloo on 127.0.0.1); or launch with torchrun's variables", false},
+      {"communication_dtype", &TrainConfig::communication_dtype, "fp32, bf16 or fp16 updates in distributed DASH's all-gather", true},
       {"lr", &TrainConfig::lr, "peak learning rate", true},
       {"warmup_steps", &TrainConfig::warmup_steps, "linear warm-up steps before the cosine decay", true},
       {"min_lr_ratio", &TrainConfig::min_lr_ratio, "final lr as a fraction of lr", true},
@@ -156,6 +158,8 @@ void TrainConfig::check() const {
   TORCH_CHECK(stop_at >= 0 && stop_at <= steps, "dash-train: 'stop_at' must be in [0, steps = ", steps, "], got ",
               stop_at);
   TORCH_CHECK(threads >= 0, "dash-train: 'threads' must be ≥ 0, got ", threads);
+  TORCH_CHECK(nproc >= 1 && nproc <= 64, "dash-train: 'nproc' must be in [1, 64], got ", nproc);
+  check_name("communication_dtype", communication_dtype, parse_communication_dtype);
   TORCH_CHECK(lr > 0.0, "dash-train: 'lr' must be > 0, got ", lr);
   TORCH_CHECK(warmup_steps >= 0, "dash-train: 'warmup_steps' must be ≥ 0, got ", warmup_steps);
   TORCH_CHECK(min_lr_ratio >= 0.0 && min_lr_ratio <= 1.0, "dash-train: 'min_lr_ratio' must be in [0, 1], got ",

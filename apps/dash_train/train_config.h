@@ -40,6 +40,8 @@ struct TrainConfig {
   bool resume = false;
   bool progress = true;
   int64_t threads = 0;  ///< intra-op CPU threads; 0: LibTorch's default
+  int64_t nproc = 1;    ///< > 1: launch this many local data-parallel ranks
+  std::string communication_dtype = "fp32";  ///< distributed DASH's update exchange
   // Schedule and regularisation.
   double lr = 3e-3;
   int64_t warmup_steps = 30;

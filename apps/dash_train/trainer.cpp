@@ -50,8 +50,12 @@ std::string number(double value) {
 
 }  // namespace
 
-Trainer::Trainer(TrainConfig config, const TextCorpus& corpus, DataParallel parallel)
-    : config_(std::move(config)), parallel_(std::move(parallel)), device_(parse_device(config_.device)) {
+Trainer::Trainer(TrainConfig config, const TextCorpus& corpus, std::shared_ptr<const dash::DistributedContext> distributed)
+    : config_(std::move(config)),
+      distributed_(std::move(distributed)),
+      rank_(distributed_ ? distributed_->rank() : 0),
+      world_size_(distributed_ ? distributed_->world_size() : 1),
+      device_(parse_device(config_.device)) {
   config_.check();
   if (config_.threads > 0) at::set_num_threads(static_cast<int>(config_.threads));
   train_tokens_ = corpus.train.to(device_);
@@ -60,14 +64,16 @@ Trainer::Trainer(TrainConfig config, const TextCorpus& corpus, DataParallel para
   torch::manual_seed(static_cast<uint64_t>(config_.seed));
   model_ = Llama(config_.model());
   model_->to(device_);
-  optimizer_ = make_optimizer(config_, model_->parameters());
+  optimizer_ = make_optimizer(config_, model_->parameters(), distributed_);
   if (config_.resume) {
     progress_ = load_training_checkpoint(checkpoint_path(), config_, *model_, *optimizer_);
   }
 }
 
 std::string Trainer::run_dir() const { return config_.out_dir + "/" + config_.name; }
-std::string Trainer::checkpoint_path() const { return run_dir() + "/checkpoint.pt"; }
+std::string Trainer::checkpoint_path() const {
+  return run_dir() + (rank_ == 0 ? "/checkpoint.pt" : "/checkpoint-rank" + std::to_string(rank_) + ".pt");
+}
 
 double Trainer::evaluate() {
   at::NoGradGuard no_grad;
@@ -78,14 +84,16 @@ double Trainer::evaluate() {
 
 void Trainer::save_checkpoint(int64_t step) {
   progress_.step = step;
-  if (is_main_process()) save_training_checkpoint(checkpoint_path(), config_, progress_, *model_, *optimizer_);
+  // Every rank saves: distributed DASH's optimizer state is sharded.
+  std::filesystem::create_directories(run_dir());
+  save_training_checkpoint(checkpoint_path(), config_, progress_, *model_, *optimizer_);
 }
 
 TrainResult Trainer::run() {
   const int64_t first_step = progress_.step;
   const int64_t last_step = config_.stop_at > 0 ? config_.stop_at : config_.steps;
   const int64_t resume_step = config_.resume ? first_step : -1;
-  const int64_t tokens_per_step = config_.batch_size * config_.seq_len * parallel_.world_size;
+  const int64_t tokens_per_step = config_.batch_size * config_.seq_len * world_size_;
 
   std::unique_ptr<CsvLog> train_log, validation_log;
   if (is_main_process()) {
@@ -103,6 +111,7 @@ TrainResult Trainer::run() {
   if (first_step > 0) display.message("resumed at step " + std::to_string(first_step));
 
   auto record_validation = [&](int64_t step) {
+    if (!is_main_process()) return;  // the parameters are the same on every rank
     const double loss = evaluate();
     progress_.validation.push_back({step, step * tokens_per_step, loss});
     if (validation_log) {
@@ -121,7 +130,7 @@ TrainResult Trainer::run() {
     const double lr = scheduled_lr(config_, step);
     set_learning_rate(*optimizer_, lr);
     const auto batch = training_batch(train_tokens_, config_.batch_size, config_.seq_len,
-                                      static_cast<uint64_t>(config_.seed), step, parallel_.rank, parallel_.world_size);
+                                      static_cast<uint64_t>(config_.seed), step, rank_, world_size_);
 
     auto phase_start = Clock::now();
     const auto loss = loss_of(model_, batch);
@@ -131,10 +140,10 @@ TrainResult Trainer::run() {
     phase_start = Clock::now();
     optimizer_->zero_grad();
     loss.backward();
-    if (parallel_.average_gradients) {
+    if (world_size_ > 1) {
       std::vector<at::Tensor> gradients;
       for (const auto& parameter : parameters) gradients.push_back(parameter.grad());
-      parallel_.average_gradients(gradients);
+      distributed_->average(gradients);
     }
     if (config_.clip_grad_norm > 0.0) torch::nn::utils::clip_grad_norm_(parameters, config_.clip_grad_norm);
     wait_for(device_);
@@ -177,6 +186,9 @@ TrainResult Trainer::run() {
   result.finished = result.steps == config_.steps;
   result.validation = progress_.validation;
   result.final_validation_loss = result.validation.empty() ? NAN : result.validation.back().loss;
+  if (const auto* dash_optimizer = dynamic_cast<const dash::Dash*>(optimizer_.get())) {
+    result.optimizer_bytes_per_step = dash_optimizer->communicated_bytes_per_step();
+  }
   if (is_main_process()) {
     nlohmann::json summary = {{"steps", result.steps},
                               {"finished", result.finished},
@@ -186,7 +198,8 @@ TrainResult Trainer::run() {
                               {"backward_ms", result.backward_ms},
                               {"optimizer_ms", result.optimizer_ms},
                               {"tokens_per_second", result.tokens_per_second},
-                              {"world_size", parallel_.world_size}};
+                              {"world_size", world_size_},
+                              {"optimizer_bytes_per_step", result.optimizer_bytes_per_step}};
     std::ofstream(run_dir() + "/summary.json") << summary.dump(2) << '\n';
   }
   return result;

@@ -9,6 +9,8 @@
 #include "train_config.h"
 #include "training_checkpoint.h"
 
+#include <dash/distributed.h>
+
 #include <torch/optim/optimizer.h>
 
 #include <functional>
@@ -17,14 +19,6 @@
 #include <vector>
 
 namespace dash_train {
-
-/// Data-parallel context of this process. The default is a single process.
-struct DataParallel {
-  int64_t rank = 0;
-  int64_t world_size = 1;
-  /// Averages the gradients over ranks in place; empty for one process.
-  std::function<void(const std::vector<at::Tensor>& gradients)> average_gradients;
-};
 
 struct TrainResult {
   int64_t steps = 0;        ///< steps completed (== config.steps unless stopped by stop_at)
@@ -35,14 +29,18 @@ struct TrainResult {
   double forward_ms = 0.0;
   double backward_ms = 0.0;   ///< backward + gradient averaging + clipping
   double optimizer_ms = 0.0;  ///< optimizer.step()
-  double tokens_per_second = 0.0;
+  double tokens_per_second = 0.0;  ///< all ranks together
+  int64_t optimizer_bytes_per_step = 0;  ///< distributed DASH's all-gather, this rank
 };
 
 class Trainer {
  public:
   /// Builds the model (seeded) and the optimizer; with config.resume, loads the
-  /// checkpoint in out_dir/name.
-  Trainer(TrainConfig config, const TextCorpus& corpus, DataParallel parallel = {});
+  /// checkpoint in out_dir/name. With a distributed context of several ranks, this
+  /// process is one data-parallel rank: it trains on its shard of the training
+  /// text, averages gradients over the ranks, and DASH splits its blocks over them.
+  Trainer(TrainConfig config, const TextCorpus& corpus,
+      std::shared_ptr<const dash::DistributedContext> distributed = nullptr);
 
   TrainResult run();
   /// Mean validation loss (nats per byte) of the current parameters.
@@ -51,14 +49,17 @@ class Trainer {
   Llama& model() { return model_; }
   torch::optim::Optimizer& optimizer() { return *optimizer_; }
   std::string run_dir() const;
+  /// Rank 0: out_dir/name/checkpoint.pt; rank r > 0: checkpoint-rank<r>.pt.
   std::string checkpoint_path() const;
 
  private:
   void save_checkpoint(int64_t step);
-  bool is_main_process() const { return parallel_.rank == 0; }
+  bool is_main_process() const { return rank_ == 0; }
 
   TrainConfig config_;
-  DataParallel parallel_;
+  std::shared_ptr<const dash::DistributedContext> distributed_;
+  int64_t rank_ = 0;
+  int64_t world_size_ = 1;
   at::Device device_;
   at::Tensor train_tokens_;
   std::vector<TokenBatch> validation_batches_;
