@@ -108,7 +108,7 @@ void write_plot(const std::string& out_dir, const std::vector<CompareRow>& rows,
 nlohmann::json default_comparison_runs() {
   return nlohmann::json::parse(R"([
     {"name": "adamw",        "optimizer": "adamw", "lr": 3e-3},
-    {"name": "dash-evd",     "optimizer": "dash",  "lr": 3e-3, "root_method": "evd"},
+    {"name": "dash-evd",     "optimizer": "dash",  "lr": 1e-2, "root_method": "evd"},
     {"name": "dash-ndb-fro", "optimizer": "dash",  "lr": 3e-3, "root_method": "ndb", "scaling": "fro"},
     {"name": "dash-ndb-pi",  "optimizer": "dash",  "lr": 3e-3, "root_method": "ndb", "scaling": "multi-pi"},
     {"name": "dash-cn",      "optimizer": "dash",  "lr": 3e-3, "root_method": "cn",  "scaling": "multi-pi"}

@@ -1,6 +1,8 @@
 #pragma once
 
-// The one LibTorch 1.x / 2.x difference dash has to know about. In 1.x every
+// The LibTorch 1.x / 2.x differences dash has to know about.
+//
+// 1. The process-group class. In 1.x every
 // c10d process group (ProcessGroupGloo, ProcessGroupNCCL) derives from
 // c10d::ProcessGroup; in 2.x they derive from c10d::Backend, and
 // c10d::ProcessGroup became a dispatching wrapper around backends (get one with
@@ -21,3 +23,22 @@ namespace dash {
 using ProcessGroup = c10d::ProcessGroup;
 }  // namespace dash
 #endif
+
+namespace dash::compat {
+
+// 2. TCPStore's libuv backend. LibTorch ≥ 2.4 asks for it by default
+// (TCPStoreOptions::useLibUV = true) and builds without libuv (Debian's) then refuse
+// to start a store; older versions have no such option. The classic backend works
+// in all of them, so it is chosen where the option exists.
+template <typename StoreOptions>
+auto use_classic_tcp_store(StoreOptions& options, int) -> decltype(options.useLibUV = false, void()) {
+  options.useLibUV = false;
+}
+template <typename StoreOptions>
+void use_classic_tcp_store(StoreOptions&, long) {}
+template <typename StoreOptions>
+void use_classic_tcp_store(StoreOptions& options) {
+  use_classic_tcp_store(options, 0);
+}
+
+}  // namespace dash::compat

@@ -58,6 +58,7 @@ int launch_local_ranks(const std::vector<std::string>& command, int64_t nproc, s
   store_options.port = 0;  // any free port
   store_options.isServer = true;
   store_options.waitWorkers = false;
+  compat::use_classic_tcp_store(store_options);
   auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options);
   const int64_t port = store->getPort();
 

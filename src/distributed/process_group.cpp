@@ -76,6 +76,7 @@ c10::intrusive_ptr<ProcessGroup> gloo_process_group_from_environment(const RankE
   options.isServer = environment.rank == 0 && !environment.store_hosted_by_launcher;
   options.numWorkers = static_cast<size_t>(environment.world_size);
   options.timeout = timeout;
+  compat::use_classic_tcp_store(options);
   auto store = c10::make_intrusive<c10d::TCPStore>(environment.master_addr, options);
   // Loopback rendezvous: every rank is on this machine. Otherwise: this host's
   // own address, as Gloo resolves it.

@@ -3,9 +3,8 @@
 // Helpers for the dash-train tests: a synthetic text corpus in a temporary folder
 // and a tiny configuration that trains in seconds.
 
+#include "support/temporary_folder.h"
 #include "train_config.h"
-
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -15,23 +14,7 @@
 
 namespace dash_train::testing {
 
-/// A fresh, empty temporary folder, removed at destruction.
-class TemporaryFolder {
- public:
-  TemporaryFolder() {
-    static int counter = 0;
-    path_ = std::filesystem::temp_directory_path() /
-            ("dash-train-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TemporaryFolder() { std::filesystem::remove_all(path_); }
-  std::string path() const { return path_.string(); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using dash::testing::TemporaryFolder;
 
 /// English-like sentences from a small grammar: enough structure to learn quickly.
 inline std::string synthetic_text(size_t sentences, unsigned seed) {

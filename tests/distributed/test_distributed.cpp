@@ -3,14 +3,13 @@
 
 #include "distributed/distributed_problem.h"
 #include "support/error_message.h"
+#include "support/temporary_folder.h"
 
 #include <dash/distributed.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <torch/serialize.h>
-
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -25,22 +24,7 @@ using ::testing::HasSubstr;
 // Every launch ends within this (the worker's own collective timeout is 20 s).
 constexpr auto kLaunchTimeout = std::chrono::seconds(120);
 
-class OutputFolder {
- public:
-  OutputFolder() {
-    static int counter = 0;
-    path_ = std::filesystem::temp_directory_path() /
-        ("dash-distributed-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~OutputFolder() { std::filesystem::remove_all(path_); }
-  std::string path() const { return path_.string(); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  std::filesystem::path path_;
-};
+using OutputFolder = testing::TemporaryFolder;
 
 int launch(const std::string& scenario, int64_t ranks, const OutputFolder& out) {
   return launch_local_ranks({DASH_DISTRIBUTED_WORKER, scenario, out.path()}, ranks, std::chrono::seconds(30),
