@@ -22,19 +22,12 @@
 namespace dash::bench {
 namespace {
 
-CommunicationDtype parse_communication(const std::string& name) {
-  if (name == "fp32") return CommunicationDtype::FP32;
-  if (name == "bf16") return CommunicationDtype::BF16;
-  if (name == "fp16") return CommunicationDtype::FP16;
-  throw std::invalid_argument("--communication must be fp32, bf16 or fp16, got '" + name + "'");
-}
-
 int run_rank(const Arguments& arguments, const std::optional<RankEnvironment>& environment) {
   std::shared_ptr<const DistributedContext> context;
   if (environment.has_value() && environment->world_size > 1) {
     const auto timeout = std::chrono::minutes(2);
     context = std::make_shared<DistributedContext>(gloo_process_group_from_environment(*environment, timeout),
-        DistributedOptions().communication_dtype(parse_communication(arguments.text("communication"))).timeout(timeout));
+        DistributedOptions().communication_dtype(parse_communication_dtype(arguments.text("communication"))).timeout(timeout));
   }
   const bool main_rank = !context || context->rank() == 0;
   const auto model = preset_model(arguments.text("preset"), arguments.integer("layers"));

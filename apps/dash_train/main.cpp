@@ -2,11 +2,11 @@
 
 #include "command_line.h"
 #include "compare.h"
-#include "optimizer_factory.h"
 #include "text_corpus.h"
 #include "trainer.h"
 
 #include <dash/distributed.h>
+#include <dash/option_names.h>
 
 #include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
@@ -32,7 +32,7 @@ std::shared_ptr<const dash::DistributedContext> distributed_context(const dash_t
   if (environment.world_size == 1) return nullptr;
   auto group = dash::gloo_process_group_from_environment(environment, kCollectiveTimeout);
   const auto options = dash::DistributedOptions()
-                           .communication_dtype(dash_train::parse_communication_dtype(config.communication_dtype))
+                           .communication_dtype(dash::parse_communication_dtype(config.communication_dtype))
                            .timeout(kCollectiveTimeout);
   return std::make_shared<dash::DistributedContext>(group, options);
 }

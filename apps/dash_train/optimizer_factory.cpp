@@ -48,37 +48,15 @@ std::unique_ptr<torch::optim::Optimizer> make_dash(const TrainConfig& config, co
                            .root_frequency(config.root_frequency)
                            .start_step(config.start_step)
                            .root(root)
-                           .grafting(parse_grafting(config.grafting))
+                           .grafting(dash::parse_grafting_type(config.grafting))
                            .weight_decay(config.weight_decay)
                            .adamw_betas(std::make_tuple(config.beta1, config.beta2))
                            .adamw_eps(config.eps)
-                           .execution(parse_execution(config.execution));
+                           .execution(dash::parse_execution(config.execution));
   return std::make_unique<dash::Dash>(params, options, std::move(distributed));
 }
 
 }  // namespace
-
-dash::GraftingType parse_grafting(const std::string& name) {
-  if (name == "adam") return dash::GraftingType::Adam;
-  if (name == "rmsprop") return dash::GraftingType::RMSprop;
-  if (name == "adagrad") return dash::GraftingType::AdaGrad;
-  if (name == "sgd") return dash::GraftingType::SGD;
-  TORCH_CHECK(name == "none", "unknown grafting '", name, "'; expected adam, rmsprop, adagrad, sgd or none");
-  return dash::GraftingType::None;
-}
-
-dash::Execution parse_execution(const std::string& name) {
-  if (name == "batched") return dash::Execution::Batched;
-  TORCH_CHECK(name == "sequential", "unknown execution '", name, "'; expected batched or sequential");
-  return dash::Execution::Sequential;
-}
-
-dash::CommunicationDtype parse_communication_dtype(const std::string& name) {
-  if (name == "fp32") return dash::CommunicationDtype::FP32;
-  if (name == "bf16") return dash::CommunicationDtype::BF16;
-  TORCH_CHECK(name == "fp16", "unknown communication dtype '", name, "'; expected fp32, bf16 or fp16");
-  return dash::CommunicationDtype::FP16;
-}
 
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& config, const std::vector<at::Tensor>& params,
     std::shared_ptr<const dash::DistributedContext> distributed) {

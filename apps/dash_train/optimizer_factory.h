@@ -22,13 +22,6 @@ namespace dash_train {
 std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& config, const std::vector<at::Tensor>& params,
     std::shared_ptr<const dash::DistributedContext> distributed = nullptr);
 
-/// "adam", "rmsprop", "adagrad", "sgd", "none".
-dash::GraftingType parse_grafting(const std::string& name);
-/// "batched", "sequential".
-dash::Execution parse_execution(const std::string& name);
-/// "fp32", "bf16", "fp16".
-dash::CommunicationDtype parse_communication_dtype(const std::string& name);
-
 /// Learning rate of `step` (0-based): linear warm-up to lr over warmup_steps, then
 /// cosine decay to lr · min_lr_ratio at the last step.
 double scheduled_lr(const TrainConfig& config, int64_t step);

@@ -1,7 +1,6 @@
 #include "train_config.h"
 
 #include "byte_tokenizer.h"
-#include "optimizer_factory.h"
 
 #include <dash/option_names.h>
 
@@ -159,7 +158,7 @@ void TrainConfig::check() const {
               stop_at);
   TORCH_CHECK(threads >= 0, "dash-train: 'threads' must be ≥ 0, got ", threads);
   TORCH_CHECK(nproc >= 1 && nproc <= 64, "dash-train: 'nproc' must be in [1, 64], got ", nproc);
-  check_name("communication_dtype", communication_dtype, parse_communication_dtype);
+  check_name("communication_dtype", communication_dtype, dash::parse_communication_dtype);
   TORCH_CHECK(lr > 0.0, "dash-train: 'lr' must be > 0, got ", lr);
   TORCH_CHECK(warmup_steps >= 0, "dash-train: 'warmup_steps' must be ≥ 0, got ", warmup_steps);
   TORCH_CHECK(min_lr_ratio >= 0.0 && min_lr_ratio <= 1.0, "dash-train: 'min_lr_ratio' must be in [0, 1], got ",
@@ -174,8 +173,8 @@ void TrainConfig::check() const {
   check_name("root_method", root_method, dash::parse_root_method);
   check_name("scaling", scaling, dash::parse_scaling);
   check_name("precision", precision, dash::parse_matmul_precision);
-  check_name("grafting", grafting, parse_grafting);
-  check_name("execution", execution, parse_execution);
+  check_name("grafting", grafting, dash::parse_grafting_type);
+  check_name("execution", execution, dash::parse_execution);
   // The remaining DASH ranges are checked by DashOptions itself when the optimizer is built.
 }
 

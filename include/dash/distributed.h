@@ -13,6 +13,7 @@
 // loop, e.g. with DistributedContext::average); the parameters stay identical.
 
 #include <dash/c10d_compat.h>
+#include <dash/optimizer.h>
 
 #include <ATen/core/Tensor.h>
 #include <torch/arg.h>
@@ -28,10 +29,6 @@ class Store;
 }  // namespace c10d
 
 namespace dash {
-
-/// Element type of the exchanged updates. 16-bit halves the bytes sent and rounds
-/// each update to 8 (bf16) or 11 (fp16) significant bits.
-enum class CommunicationDtype { FP32, BF16, FP16 };
 
 struct DistributedOptions {
   TORCH_ARG(CommunicationDtype, communication_dtype) = CommunicationDtype::FP32;

@@ -37,6 +37,11 @@ enum class Execution {
   Sequential,  ///< one block at a time, per-matrix calls (the Distributed Shampoo baseline)
 };
 
+/// Element type of the updates distributed DASH exchanges (<dash/distributed.h>).
+/// 16-bit halves the bytes sent and rounds each update to 8 (bf16) or 11 (fp16)
+/// significant bits.
+enum class CommunicationDtype { FP32, BF16, FP16 };
+
 /// What a non-finite gradient does. Either way one scalar is read back per step.
 enum class NonFiniteGradients { Error, SkipStep };
 

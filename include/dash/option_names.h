@@ -1,9 +1,10 @@
 #pragma once
 
-// Names of the solver enums, for command lines, config files and reports.
+// Names of the solver and optimizer enums, for command lines, config files and reports.
 // Parsing is case-insensitive and rejects unknown names with the list of valid ones.
 
 #include <dash/inverse_root.h>
+#include <dash/optimizer.h>
 
 #include <string>
 
@@ -13,6 +14,9 @@ std::string to_string(RootMethod method);
 std::string to_string(EigenHeuristic heuristic);
 std::string to_string(Scaling scaling);
 std::string to_string(MatmulPrecision precision);
+std::string to_string(GraftingType grafting);
+std::string to_string(Execution execution);
+std::string to_string(CommunicationDtype dtype);
 
 /// "evd", "cn" | "coupled-newton", "ndb" | "newton-db", "chebyshev".
 RootMethod parse_root_method(const std::string& name);
@@ -22,5 +26,11 @@ EigenHeuristic parse_eigen_heuristic(const std::string& name);
 Scaling parse_scaling(const std::string& name);
 /// "fp32", "fp16", "bf16".
 MatmulPrecision parse_matmul_precision(const std::string& name);
+/// "adam", "rmsprop", "adagrad", "sgd", "none".
+GraftingType parse_grafting_type(const std::string& name);
+/// "batched", "sequential".
+Execution parse_execution(const std::string& name);
+/// "fp32", "bf16", "fp16".
+CommunicationDtype parse_communication_dtype(const std::string& name);
 
 }  // namespace dash

@@ -42,6 +42,22 @@ const NameTable<MatmulPrecision> kPrecisions = {
     {"fp16", MatmulPrecision::FP16},
     {"bf16", MatmulPrecision::BF16},
 };
+const NameTable<GraftingType> kGraftingTypes = {
+    {"adam", GraftingType::Adam},
+    {"rmsprop", GraftingType::RMSprop},
+    {"adagrad", GraftingType::AdaGrad},
+    {"sgd", GraftingType::SGD},
+    {"none", GraftingType::None},
+};
+const NameTable<Execution> kExecutions = {
+    {"batched", Execution::Batched},
+    {"sequential", Execution::Sequential},
+};
+const NameTable<CommunicationDtype> kCommunicationDtypes = {
+    {"fp32", CommunicationDtype::FP32},
+    {"bf16", CommunicationDtype::BF16},
+    {"fp16", CommunicationDtype::FP16},
+};
 
 template <typename Enum>
 std::string name_of(const NameTable<Enum>& table, Enum value) {
@@ -73,6 +89,9 @@ std::string to_string(RootMethod method) { return name_of(kRootMethods, method);
 std::string to_string(EigenHeuristic heuristic) { return name_of(kEigenHeuristics, heuristic); }
 std::string to_string(Scaling scaling) { return name_of(kScalings, scaling); }
 std::string to_string(MatmulPrecision precision) { return name_of(kPrecisions, precision); }
+std::string to_string(GraftingType grafting) { return name_of(kGraftingTypes, grafting); }
+std::string to_string(Execution execution) { return name_of(kExecutions, execution); }
+std::string to_string(CommunicationDtype dtype) { return name_of(kCommunicationDtypes, dtype); }
 
 RootMethod parse_root_method(const std::string& name) { return parse(kRootMethods, name, "root method"); }
 EigenHeuristic parse_eigen_heuristic(const std::string& name) {
@@ -81,6 +100,12 @@ EigenHeuristic parse_eigen_heuristic(const std::string& name) {
 Scaling parse_scaling(const std::string& name) { return parse(kScalings, name, "scaling"); }
 MatmulPrecision parse_matmul_precision(const std::string& name) {
   return parse(kPrecisions, name, "matmul precision");
+}
+
+GraftingType parse_grafting_type(const std::string& name) { return parse(kGraftingTypes, name, "grafting type"); }
+Execution parse_execution(const std::string& name) { return parse(kExecutions, name, "execution"); }
+CommunicationDtype parse_communication_dtype(const std::string& name) {
+  return parse(kCommunicationDtypes, name, "communication dtype");
 }
 
 }  // namespace dash

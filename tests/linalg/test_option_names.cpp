@@ -21,6 +21,16 @@ TEST(OptionNames, RoundTripAndAliases) {
   for (auto h : {EigenHeuristic::Shampoo, EigenHeuristic::Abs, EigenHeuristic::AbsAdd, EigenHeuristic::PseudoInverse}) {
     EXPECT_EQ(parse_eigen_heuristic(to_string(h)), h);
   }
+  for (auto g : {GraftingType::Adam, GraftingType::RMSprop, GraftingType::AdaGrad, GraftingType::SGD,
+           GraftingType::None}) {
+    EXPECT_EQ(parse_grafting_type(to_string(g)), g);
+  }
+  for (auto e : {Execution::Batched, Execution::Sequential}) EXPECT_EQ(parse_execution(to_string(e)), e);
+  for (auto c : {CommunicationDtype::FP32, CommunicationDtype::BF16, CommunicationDtype::FP16}) {
+    EXPECT_EQ(parse_communication_dtype(to_string(c)), c);
+  }
+  EXPECT_EQ(to_string(GraftingType::RMSprop), "rmsprop");
+  EXPECT_EQ(to_string(CommunicationDtype::BF16), "bf16");
   EXPECT_EQ(parse_root_method("Newton-DB"), RootMethod::NewtonDB);
   EXPECT_EQ(parse_scaling("POWER-ITERATION"), Scaling::PowerIteration);
 }
