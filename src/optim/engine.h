@@ -77,6 +77,9 @@ class Engine {
 
   bool matches(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
 
+  /// Bytes sent plus received per step by this rank; 0 in a single process.
+  int64_t communicated_bytes_per_step() const;
+
   blocking::StackPlan plan;  ///< this rank's blocks (all blocks in a single process)
   std::shared_ptr<const DistributedContext> distributed;
   std::vector<at::Tensor> params;
@@ -100,10 +103,6 @@ class Engine {
   at::Tensor flat_grad_;
   at::Tensor flat_update_;  ///< plan.flat_numel elements, + 1 scratch when distributed
   std::unique_ptr<distributed::UpdateExchange> exchange_;
-
- public:
-  /// Bytes sent plus received per step by this rank; 0 in a single process.
-  int64_t communicated_bytes_per_step() const;
 };
 
 }  // namespace dash::optim
