@@ -2,7 +2,7 @@
 # The README's main command: installs what is missing, builds, and runs the main
 # job on its embedded default: `dash-train compare`, a small Llama trained on the
 # Python manual with AdamW, DASH-EVD, DASH-NDB (Frobenius and power-iteration
-# scaling) and DASH-CN (≈ 10 minutes on 2 cores). Output: results/compare/.
+# scaling) and DASH-CN (≈ 7 minutes on 2 cores after the build). Output: results/compare/.
 # Extra arguments go to dash-train compare, e.g. `scripts/run.sh --seeds 1,2,3`.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
