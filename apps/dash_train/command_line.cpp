@@ -37,7 +37,7 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
                 "dash-train: unknown command '", line.command, "'; expected train or compare (see --help)");
   }
   // (flag name, value) pairs, with "--key=value" split and bare booleans set to true.
-  const auto boolean_keys = to_json(TrainConfig{});
+  const auto defaults = to_json(TrainConfig{});  // which keys are booleans
   std::vector<std::pair<std::string, std::string>> flags;
   for (; i < arguments.size(); ++i) {
     TORCH_CHECK(is_flag(arguments[i]), "dash-train: expected --KEY, got '", arguments[i], "'");
@@ -55,7 +55,7 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
     for (auto& c : key) {
       if (c == '-') c = '_';
     }
-    const bool boolean = boolean_keys.contains(key) && boolean_keys[key].is_boolean();
+    const bool boolean = defaults.contains(key) && defaults[key].is_boolean();
     if (boolean && (i + 1 == arguments.size() || is_flag(arguments[i + 1]))) {
       flags.emplace_back(name, "true");
       continue;
