@@ -141,7 +141,7 @@ class Dash : public torch::optim::Optimizer {
   int64_t communicated_bytes_per_step() const;
 
   /// Splits the wall time of the following steps into phases (copies, factors,
-  /// roots, grafting, preconditioning). Waits for the device at every phase
+  /// roots, grafting, preconditioning, communication). Waits for the device at every phase
   /// boundary, so it slows steps down: a measuring aid. Enabling resets the totals.
   void profile_phases(bool enabled);
   std::map<std::string, double> phase_times_ms() const;
