@@ -20,11 +20,12 @@ nlohmann::json compatibility_values(const TrainConfig& config) {
 
 at::Tensor validation_table(const std::vector<ValidationPoint>& points) {
   auto table = at::empty({static_cast<int64_t>(points.size()), 3}, at::kDouble);
+  auto rows = table.accessor<double, 2>();
   for (size_t i = 0; i < points.size(); ++i) {
     const auto row = static_cast<int64_t>(i);
-    table[row][0] = static_cast<double>(points[i].step);
-    table[row][1] = static_cast<double>(points[i].tokens);
-    table[row][2] = points[i].loss;
+    rows[row][0] = static_cast<double>(points[i].step);
+    rows[row][1] = static_cast<double>(points[i].tokens);
+    rows[row][2] = points[i].loss;
   }
   return table;
 }

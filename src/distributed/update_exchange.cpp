@@ -50,13 +50,20 @@ UpdateExchange::UpdateExchange(const DistributedContext& context, const std::vec
   }
   send_values_ = send_words_.view(dtype);
   receive_values_ = receive_words_all_.view(dtype);
+  if (dtype != at::kFloat) {
+    const auto staging = at::TensorOptions().dtype(at::kFloat).device(device);
+    send_staging_ = at::empty({max_count}, staging);
+    receive_staging_ = at::empty({receive_values_.numel()}, staging);
+  }
 }
 
 void UpdateExchange::exchange(at::Tensor& flat_update) {
-  if (send_values_.scalar_type() == flat_update.scalar_type()) {
-    at::index_select_out(send_values_, flat_update, 0, send_index_);
+  TORCH_CHECK(flat_update.scalar_type() == at::kFloat, "dash: the update exchange works on float32 updates");
+  if (send_staging_.defined()) {
+    at::index_select_out(send_staging_, flat_update, 0, send_index_);
+    send_values_.copy_(send_staging_);  // rounds to 16 bits
   } else {
-    send_values_.copy_(flat_update.index_select(0, send_index_));  // rounds to 16 bits
+    at::index_select_out(send_values_, flat_update, 0, send_index_);
   }
   std::vector<at::Tensor> inputs{send_words_};
   std::vector<std::vector<at::Tensor>> outputs{receive_words_};
@@ -67,7 +74,12 @@ void UpdateExchange::exchange(at::Tensor& flat_update) {
     TORCH_CHECK(false, "dash::Dash: rank ", context_.rank(), " of ", context_.world_size(),
         ": the all-gather of the updates failed (a rank exited or hung?): ", error.what());
   }
-  flat_update.index_copy_(0, receive_index_, receive_values_.to(flat_update.scalar_type()));
+  if (receive_staging_.defined()) {
+    receive_staging_.copy_(receive_values_);
+    flat_update.index_copy_(0, receive_index_, receive_staging_);
+  } else {
+    flat_update.index_copy_(0, receive_index_, receive_values_);
+  }
 }
 
 int64_t UpdateExchange::bytes_per_step() const {

@@ -19,7 +19,7 @@ class UpdateExchange {
   UpdateExchange(const DistributedContext& context, const std::vector<std::vector<int64_t>>& positions,
       int64_t flat_numel, const at::Device& device);
 
-  /// `flat_update` (flat_numel + 1 elements; the last is scratch for padding) holds
+  /// `flat_update` (float32, flat_numel + 1 elements; the last is scratch for padding) holds
   /// this rank's updates at its positions; afterwards it holds every rank's.
   void exchange(at::Tensor& flat_update);
 
@@ -38,6 +38,9 @@ class UpdateExchange {
   at::Tensor receive_words_all_;
   at::Tensor send_values_;     ///< send_words_ viewed as the communication dtype
   at::Tensor receive_values_;  ///< receive_words_all_ viewed likewise
+  // 16-bit exchange only: float32 staging, allocated once, so that a step allocates nothing.
+  at::Tensor send_staging_;
+  at::Tensor receive_staging_;
 };
 
 }  // namespace dash::distributed
