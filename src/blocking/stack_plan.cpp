@@ -62,13 +62,10 @@ void stack_blocks(StackPlan& plan, const std::vector<GroupBlocking>& blocking) {
       }
       auto& stack = plan.gradient_stacks[found->second];
       stack.block_params.push_back(static_cast<int64_t>(i));
-      for (int64_t r = 0; r < block.rows; ++r) {
-        for (int64_t c = 0; c < block.cols; ++c) {
-          stack.flat_index.push_back(slot.offset + (block.row + r) * slot.view.cols + block.col + c);
-        }
-      }
+      stack.blocks.push_back(block);
     }
   }
+  for (auto& stack : plan.gradient_stacks) stack.regions = merge_into_regions(stack.block_params, stack.blocks);
 }
 
 void stack_factors(StackPlan& plan, const std::vector<GroupBlocking>& blocking) {
@@ -108,6 +105,20 @@ StackPlan plan_stacks(
   return plan;
 }
 
+std::vector<int64_t> flat_positions(const StackPlan& plan, const GradientStack& stack, int64_t block) {
+  TORCH_CHECK(block >= 0 && block < stack.count(), "dash: block ", block, " of a stack of ", stack.count());
+  const auto& slot = plan.parameters[stack.block_params[block]];
+  const auto& geometry = stack.blocks[block];
+  std::vector<int64_t> positions;
+  positions.reserve(static_cast<size_t>(geometry.rows * geometry.cols));
+  for (int64_t r = 0; r < geometry.rows; ++r) {
+    for (int64_t c = 0; c < geometry.cols; ++c) {
+      positions.push_back(slot.offset + (geometry.row + r) * slot.view.cols + geometry.col + c);
+    }
+  }
+  return positions;
+}
+
 StackPlan restrict_plan(const StackPlan& plan, const std::vector<std::vector<bool>>& keep_blocks,
     const std::vector<bool>& keep_segments, const std::vector<GroupBlocking>& blocking) {
   TORCH_CHECK(keep_blocks.size() == plan.gradient_stacks.size() && keep_segments.size() == plan.adamw_segments.size(),
@@ -124,13 +135,12 @@ StackPlan restrict_plan(const StackPlan& plan, const std::vector<std::vector<boo
     kept.rows = stack.rows;
     kept.cols = stack.cols;
     kept.one_sided = stack.one_sided;
-    const auto block_numel = static_cast<size_t>(stack.rows * stack.cols);
     for (int64_t b = 0; b < stack.count(); ++b) {
       if (!keep_blocks[s][b]) continue;
       kept.block_params.push_back(stack.block_params[b]);
-      const auto first = stack.flat_index.begin() + static_cast<std::ptrdiff_t>(b * block_numel);
-      kept.flat_index.insert(kept.flat_index.end(), first, first + static_cast<std::ptrdiff_t>(block_numel));
+      kept.blocks.push_back(stack.blocks[b]);
     }
+    kept.regions = merge_into_regions(kept.block_params, kept.blocks);
     if (kept.count() > 0) part.gradient_stacks.push_back(std::move(kept));
   }
   for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {

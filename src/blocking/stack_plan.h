@@ -1,11 +1,12 @@
 #pragma once
 
 // Where every block of every parameter lives (spec §2): gradient stacks group
-// blocks of equal shape, factor stacks group factors of equal size, and each
-// block's elements have fixed positions in one flat gradient buffer. Pure shape
-// bookkeeping, computed once per optimizer.
+// blocks of equal shape, factor stacks group factors of equal size, and every
+// parameter has a fixed range of one flat buffer (used by the AdamW segments and
+// the distributed exchange). Pure shape bookkeeping, computed once per optimizer.
 
 #include "blocking/block_layout.h"
+#include "blocking/block_regions.h"
 
 #include <cstdint>
 #include <vector>
@@ -36,7 +37,8 @@ struct GradientStack {
   int64_t cols = 0;
   bool one_sided = false;             ///< 1-D Shampoo: L only
   std::vector<int64_t> block_params;  ///< parameter index of each block
-  std::vector<int64_t> flat_index;    ///< count · rows · cols positions in the flat buffer
+  std::vector<Block> blocks;          ///< where each block sits in its parameter's matrix view
+  std::vector<BlockRegion> regions;   ///< the blocks merged into strided regions
   int64_t left_stack = -1;
   int64_t left_offset = 0;
   int64_t right_stack = -1;  ///< -1 when one-sided
@@ -74,6 +76,9 @@ StackPlan plan_stacks(
     const std::vector<std::vector<int64_t>>& shapes,
     const std::vector<int64_t>& groups,
     const std::vector<GroupBlocking>& blocking);
+
+/// The flat-buffer positions of block `block` of `stack`, row-major within the block.
+std::vector<int64_t> flat_positions(const StackPlan& plan, const GradientStack& stack, int64_t block);
 
 /// The part of `plan` one rank of a distributed optimizer works on (spec §6): the
 /// blocks with keep_blocks[stack][block] and the AdamW segments with

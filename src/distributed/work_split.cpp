@@ -59,11 +59,10 @@ std::vector<int64_t> owned_positions(const blocking::StackPlan& plan, const Work
   std::vector<int64_t> positions;
   for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
     const auto& stack = plan.gradient_stacks[s];
-    const auto block_numel = stack.rows * stack.cols;
     for (int64_t b = 0; b < stack.count(); ++b) {
       if (split.block_owner[s][b] != rank) continue;
-      const auto first = stack.flat_index.begin() + b * block_numel;
-      positions.insert(positions.end(), first, first + block_numel);
+      const auto block = blocking::flat_positions(plan, stack, b);
+      positions.insert(positions.end(), block.begin(), block.end());
     }
   }
   for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {

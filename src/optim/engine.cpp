@@ -57,6 +57,12 @@ at::Tensor bool_mask(const std::vector<bool>& values, const at::Device& device) 
   return at::tensor(bytes, at::kByte).to(device).to(at::kBool);
 }
 
+// A tensor as its (rows, cols) matrix view: a view for any tensor whose shape can
+// be viewed (parameters and gradients, in practice), a copy otherwise.
+at::Tensor as_matrix(const at::Tensor& tensor, const blocking::ParameterSlot& slot) {
+  return tensor.reshape({slot.view.rows, slot.view.cols});
+}
+
 }  // namespace
 
 Rows Rows::all(int64_t count) {
@@ -87,6 +93,15 @@ at::Tensor Rows::take(const at::Tensor& full) const {
 
 void Rows::put(at::Tensor& full, const at::Tensor& part) const {
   if (indices_.defined()) full.index_copy_(0, indices_, part);
+}
+
+void Rows::store(at::Tensor& full, const at::Tensor& part) const {
+  if (indices_.defined()) {
+    full.index_copy_(0, indices_, part);
+    return;
+  }
+  auto target = take(full);
+  if (!target.is_same(part)) target.copy_(part);
 }
 
 // What one step works with, decided on the host before any tensor work.
@@ -134,10 +149,11 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
   for (const auto& stack : plan.gradient_stacks) {
     const auto& options = options_of(groups[stack.group]);
     GradientStackState state;
-    state.gather_index = at::tensor(stack.flat_index, at::kLong).to(to.device());
     state.moments = zero_moments({stack.count(), stack.rows, stack.cols}, true, step_hyper(options), to);
     state.steps.assign(stack.count(), 0);
-    state.grad = at::empty({stack.count(), stack.rows, stack.cols}, to);
+    // Zeros: blocks of parameters that have no gradient yet are never read, but a
+    // stack is sometimes worked on as a whole.
+    state.grad = at::zeros({stack.count(), stack.rows, stack.cols}, to);
     state.ghat = at::empty_like(state.grad);
     state.graft = at::empty_like(state.grad);
     stacks.push_back(std::move(state));
@@ -147,13 +163,17 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
     factors.push_back({at::zeros({stack.count, stack.size, stack.size}, to), identity.contiguous(),
         at::zeros({}, to.dtype(at::kLong))});
   }
+  int64_t adamw_numel = 0;
   for (const auto& segment : plan.adamw_segments) {
     auto moments = zero_moments({1, 1, segment.numel}, false, adamw_hyper(options_of(groups[segment.group])), to);
     Workspace work{at::empty_like(moments.grad_ema), at::empty_like(moments.grad_ema), at::Tensor(), at::Tensor()};
     segments.push_back({std::move(moments), std::move(work)});
+    segment_offsets_.push_back(adamw_numel);
+    adamw_numel += segment.numel;
   }
-  flat_grad_ = at::empty({plan.flat_numel}, to);
-  flat_update_ = at::empty({plan.flat_numel + (sharded ? 1 : 0)}, to);
+  adamw_grad_ = at::zeros({adamw_numel}, to);
+  adamw_update_ = at::empty({adamw_numel}, to);
+  if (sharded) flat_update_ = at::empty({plan.flat_numel + 1}, to);
 }
 
 Engine::~Engine() = default;
@@ -171,53 +191,98 @@ bool Engine::matches(const std::vector<torch::optim::OptimizerParamGroup>& group
   return index == params.size();
 }
 
-// Concatenates all gradients into the flat buffer (one cat) and checks them for
-// NaN/Inf with one scalar read-back. Returns false when the step is to be skipped.
-bool Engine::gather_gradients(StepContext& context) {
-  std::vector<size_t> order(params.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(),
-      [&](size_t a, size_t b) { return plan.parameters[a].offset < plan.parameters[b].offset; });
-  std::vector<at::Tensor> pieces;
+// Which parameters have a gradient this step; rejects gradients the step cannot use.
+// Returns false when there is nothing to do (no parameter has an element).
+bool Engine::collect_gradients(StepContext& context) {
   context.has_grad.assign(params.size(), false);
-  for (auto i : order) {
+  bool any_elements = false;
+  for (size_t i = 0; i < params.size(); ++i) {
     const auto& grad = params[i].grad();
-    if (plan.parameters[i].numel == 0) continue;
-    if (grad.defined()) {
-      TORCH_CHECK(!grad.is_sparse(), "dash::Dash: sparse gradients are not supported (parameter ", i,
-          " of shape ", params[i].sizes(), ")");
-      context.has_grad[i] = true;
-      auto flat = grad.reshape(-1);
-      pieces.push_back(flat.scalar_type() == at::kFloat ? flat : flat.to(at::kFloat));
-    } else {
-      pieces.push_back(at::zeros({plan.parameters[i].numel}, flat_grad_.options()));
+    any_elements = any_elements || plan.parameters[i].numel > 0;
+    if (!grad.defined() || plan.parameters[i].numel == 0) continue;
+    TORCH_CHECK(!grad.is_sparse(), "dash::Dash: sparse gradients are not supported (parameter ", i,
+        " of shape ", params[i].sizes(), ")");
+    TORCH_CHECK(grad.sizes() == params[i].sizes(), "dash::Dash: the gradient of parameter ", i, " has shape ",
+        grad.sizes(), ", the parameter ", params[i].sizes());
+    context.has_grad[i] = true;
+  }
+  return any_elements;
+}
+
+// NaN/Inf check with one scalar read back to the host (the step's only one): a
+// tensor's minimum and maximum are finite exactly when all its entries are, and
+// the reduction reads it once without allocating a mask. A single process checks
+// its gathered buffers (every gradient element is in a stack or a segment, as
+// float32), one reduction per stack; a rank of a distributed optimizer holds only
+// its share and checks every gradient, so that all ranks decide alike.
+// Returns false when the step is to be skipped.
+bool Engine::gradients_finite(StepContext& context) {
+  std::vector<at::Tensor> extremes;
+  auto add = [&](const at::Tensor& tensor) {
+    if (tensor.numel() == 0) return;
+    auto [lowest, highest] = at::aminmax(tensor);
+    extremes.push_back(lowest.to(at::kFloat));
+    extremes.push_back(highest.to(at::kFloat));
+  };
+  if (exchange_) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (context.has_grad[i]) add(params[i].grad());
+    }
+  } else {
+    for (const auto& stack : stacks) add(stack.grad);
+    add(adamw_grad_);
+  }
+  if (extremes.empty() || at::isfinite(at::stack(extremes)).all().item<bool>()) return true;
+  size_t culprit = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (context.has_grad[i] && !params[i].grad().to(at::kFloat).isfinite().all().item<bool>()) {
+      culprit = i;
+      break;
     }
   }
-  if (pieces.empty()) return false;
-  at::cat_out(flat_grad_, pieces);
-  if (flat_grad_.isfinite().all().item<bool>()) return true;
-  std::string culprit;
-  for (size_t i = 0; i < params.size() && culprit.empty(); ++i) {
-    if (context.has_grad[i] && !params[i].grad().isfinite().all().item<bool>()) {
-      culprit = "parameter " + std::to_string(i) + " of shape " + c10::str(params[i].sizes());
-    }
-  }
-  const auto policy = context.options(plan.parameters.front().group).non_finite_gradients();
-  TORCH_CHECK(policy == NonFiniteGradients::SkipStep, "dash::Dash: non-finite gradient (NaN or Inf) in ", culprit,
+  const auto where = "parameter " + std::to_string(culprit) + " of shape " + c10::str(params[culprit].sizes());
+  const auto policy = context.options(plan.parameters[culprit].group).non_finite_gradients();
+  TORCH_CHECK(policy == NonFiniteGradients::SkipStep, "dash::Dash: non-finite gradient (NaN or Inf) in ", where,
       "; set DashOptions::non_finite_gradients(NonFiniteGradients::SkipStep) to skip such steps");
-  TORCH_WARN("dash::Dash: skipping a step: non-finite gradient in ", culprit);
+  TORCH_WARN("dash::Dash: skipping a step: non-finite gradient in ", where);
   ++skipped_steps;
   return false;
 }
 
-// The gradient blocks of `rows`: for a whole stack, the persistent buffer that
-// step() filled; otherwise gathered now.
+// Moves each gradient into its blocks' stacks, one strided copy per region (a
+// parameter that tiles into B × B blocks is one region), and the AdamW
+// parameters into their packed segments. No flat concatenation of all gradients.
+void Engine::gather_gradients(const StepContext& context) {
+  for (size_t s = 0; s < stacks.size(); ++s) {
+    for (const auto& region : plan.gradient_stacks[s].regions) {
+      const auto i = static_cast<size_t>(region.param);
+      auto blocks = blocking::region_in_stack(stacks[s].grad, region);
+      if (context.has_grad[i]) {
+        blocks.copy_(blocking::region_in_matrix(as_matrix(params[i].grad(), plan.parameters[i]), region));
+      } else {
+        blocks.zero_();  // what the finiteness check reads there must not be a skipped step's NaN
+      }
+    }
+  }
+  for (size_t j = 0; j < segments.size(); ++j) {
+    const auto& segment = plan.adamw_segments[j];
+    for (auto i : segment.params) {
+      const auto& slot = plan.parameters[i];
+      auto part = adamw_grad_.narrow(0, segment_offsets_[j] + slot.offset - segment.offset, slot.numel);
+      if (context.has_grad[i]) {
+        part.copy_(params[i].grad().reshape(-1));
+      } else {
+        part.zero_();
+      }
+    }
+  }
+}
+
+// The gradient blocks of `rows` in the stack's buffer: the buffer itself, a slice
+// of it, or (for a scattered subset) a gathered copy.
 at::Tensor Engine::gradient_blocks(size_t s, const Rows& rows) {
-  const auto& stack = plan.gradient_stacks[s];
-  if (rows.everything()) return stacks[s].grad;
   ScopedPhase phase(profile, Phase::Copies);
-  auto elements = rows.take(stacks[s].gather_index.view({stack.count(), -1})).reshape(-1);
-  return flat_grad_.index_select(0, elements).view({-1, stack.rows, stack.cols});
+  return rows.take(stacks[s].grad);
 }
 
 void Engine::update_factors(StepContext& context, size_t s, const Rows& rows) {
@@ -281,7 +346,7 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
   }
 }
 
-// Steps 5–8 of spec §4 for the chosen blocks; writes lr · P into the flat update.
+// Steps 5–8 of spec §4 for the chosen blocks; leaves lr · P in state.update.
 void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   const auto& stack = plan.gradient_stacks[s];
   const auto& options = context.options(stack.group);
@@ -315,9 +380,16 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   }
   direction = apply_momentum(direction, moments, hyper);
   put(state.moments, moments, rows);
+  direction.mul_(options.lr());
+  if (rows.everything()) {
+    state.update = direction;
+    return;
+  }
+  // Blocks done one run at a time collect lr · P in the gradient buffer, whose
+  // blocks are dead once their own direction is formed.
   ScopedPhase copies(profile, Phase::Copies);
-  auto elements = rows.take(state.gather_index.view({stack.count(), -1})).reshape(-1);
-  flat_update_.index_copy_(0, elements, direction.mul_(options.lr()).reshape(-1));
+  rows.store(state.grad, direction);
+  state.update = state.grad;
 }
 
 void Engine::update_adamw_segment(StepContext& context, size_t j) {
@@ -325,7 +397,7 @@ void Engine::update_adamw_segment(StepContext& context, size_t j) {
   const auto& options = context.options(segment.group);
   auto& moments = segments[j].moments;
   ScopedPhase phase(profile, Phase::Grafting);
-  auto grad = flat_grad_.narrow(0, segment.offset, segment.numel).view({1, 1, -1});
+  auto grad = adamw_grad_.narrow(0, segment_offsets_[j], segment.numel).view({1, 1, -1});
   bool all_active = true;
   for (auto i : segment.params) all_active = all_active && context.has_grad[i];
   // Parameters without a gradient keep their moments and t: the update runs on a
@@ -352,15 +424,13 @@ void Engine::update_adamw_segment(StepContext& context, size_t j) {
     moments.grad_ema.copy_(at::where(active, moments.grad_ema, before.grad_ema));
     moments.graft_stat.copy_(at::where(active, moments.graft_stat, before.graft_stat));
   }
-  flat_update_.narrow(0, segment.offset, segment.numel).copy_(direction.view(-1) * options.lr());
+  adamw_update_.narrow(0, segment_offsets_[j], segment.numel).copy_(direction.view(-1)).mul_(options.lr());
 }
 
-// W ← W (1 − lr·wd) − lr·P for every parameter that had a gradient (spec §4
-// steps 1 and 9), as one foreach call per group plus one for all updates.
-void Engine::apply_updates(StepContext& context) {
+// W ← W (1 − lr·wd) for every decayed parameter that had a gradient (spec §4
+// step 1), one foreach call per group.
+void Engine::decay_weights(StepContext& context) {
   std::vector<std::vector<at::Tensor>> decayed(context.groups->size());
-  std::vector<at::Tensor> targets;
-  std::vector<at::Tensor> updates;
   for (size_t i = 0; i < params.size(); ++i) {
     const auto& slot = plan.parameters[i];
     if (!context.has_grad[i] || slot.numel == 0) continue;
@@ -369,14 +439,77 @@ void Engine::apply_updates(StepContext& context) {
         (slot.view.kind == blocking::ParameterKind::Matrix || options.decay_one_dimensional())) {
       decayed[slot.group].push_back(params[i]);
     }
-    targets.push_back(params[i]);
-    auto update = flat_update_.narrow(0, slot.offset, slot.numel).view(params[i].sizes());
-    updates.push_back(params[i].scalar_type() == at::kFloat ? update : update.to(params[i].scalar_type()));
   }
   for (size_t g = 0; g < decayed.size(); ++g) {
     if (decayed[g].empty()) continue;
     const auto& options = context.options(static_cast<int64_t>(g));
     at::_foreach_mul_(decayed[g], 1.0 - options.lr() * options.weight_decay());
+  }
+}
+
+// W ← W − lr·P (spec §4 step 9) straight from the stacks: one strided
+// subtraction per region and one per AdamW parameter.
+void Engine::apply_updates(StepContext& context) {
+  decay_weights(context);
+  auto subtract = [](at::Tensor target, const at::Tensor& update) {
+    target.sub_(target.scalar_type() == update.scalar_type() ? update : update.to(target.scalar_type()));
+  };
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& slot = plan.parameters[i];
+    if (!context.has_grad[i] || !slot.preconditioned) continue;
+    // A parameter whose shape cannot be viewed as its matrix is updated through a copy.
+    auto matrix = as_matrix(params[i], slot);
+    for (size_t s = 0; s < stacks.size(); ++s) {
+      for (const auto& region : plan.gradient_stacks[s].regions) {
+        if (region.param != static_cast<int64_t>(i)) continue;
+        subtract(blocking::region_in_matrix(matrix, region), blocking::region_in_stack(stacks[s].update, region));
+      }
+    }
+    if (!matrix.is_alias_of(params[i])) params[i].copy_(matrix.view(params[i].sizes()));
+  }
+  for (size_t j = 0; j < segments.size(); ++j) {
+    const auto& segment = plan.adamw_segments[j];
+    for (auto i : segment.params) {
+      if (!context.has_grad[i]) continue;
+      const auto& slot = plan.parameters[i];
+      subtract(params[i].view(-1),
+          adamw_update_.narrow(0, segment_offsets_[j] + slot.offset - segment.offset, slot.numel));
+    }
+  }
+}
+
+// Distributed: this rank's updates go to their flat positions, one all-gather
+// brings every rank's, and every parameter is updated from the flat buffer.
+void Engine::exchange_updates(StepContext& context) {
+  {
+    ScopedPhase phase(profile, Phase::Copies);
+    for (size_t s = 0; s < stacks.size(); ++s) {
+      for (const auto& region : plan.gradient_stacks[s].regions) {
+        const auto& slot = plan.parameters[region.param];
+        auto flat = flat_update_.narrow(0, slot.offset, slot.numel).view({slot.view.rows, slot.view.cols});
+        blocking::region_in_matrix(flat, region).copy_(blocking::region_in_stack(stacks[s].update, region));
+      }
+    }
+    for (size_t j = 0; j < segments.size(); ++j) {
+      const auto& segment = plan.adamw_segments[j];
+      flat_update_.narrow(0, segment.offset, segment.numel)
+          .copy_(adamw_update_.narrow(0, segment_offsets_[j], segment.numel));
+    }
+  }
+  {
+    ScopedPhase phase(profile, Phase::Communication);
+    exchange_->exchange(flat_update_);
+  }
+  ScopedPhase phase(profile, Phase::Copies);
+  decay_weights(context);
+  std::vector<at::Tensor> targets;
+  std::vector<at::Tensor> updates;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& slot = plan.parameters[i];
+    if (!context.has_grad[i] || slot.numel == 0) continue;
+    targets.push_back(params[i]);
+    auto update = flat_update_.narrow(0, slot.offset, slot.numel).view(params[i].sizes());
+    updates.push_back(params[i].scalar_type() == at::kFloat ? update : update.to(params[i].scalar_type()));
   }
   if (!targets.empty()) at::_foreach_add_(targets, updates, -1.0);
 }
@@ -386,11 +519,15 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
   context.groups = &groups;
   if (params.empty()) return;
   {
+    // The gather only fills scratch buffers, so a step skipped after it changed nothing.
     ScopedPhase phase(profile, Phase::Copies);
-    if (!gather_gradients(context)) return;
+    if (!collect_gradients(context)) return;
+    gather_gradients(context);
+    if (!gradients_finite(context)) return;
   }
   ++steps_taken;
 
+  const auto device = params.front().device();
   // Host bookkeeping: active blocks and their t.
   context.active.resize(stacks.size());
   for (size_t s = 0; s < stacks.size(); ++s) {
@@ -408,17 +545,7 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
     if (complete) {
       stacks[s].moments.steps.add_(1);
     } else if (!context.active[s].empty()) {
-      stacks[s].moments.steps.add_(bool_mask(mask, flat_grad_.device()).view({-1, 1, 1}));
-    }
-  }
-  {
-    ScopedPhase phase(profile, Phase::Copies);
-    for (size_t s = 0; s < stacks.size(); ++s) {
-      if (context.stack_complete[s] &&
-          context.options(plan.gradient_stacks[s].group).execution() == Execution::Batched) {
-        auto flat_blocks = stacks[s].grad.view(-1);
-        at::index_select_out(flat_blocks, flat_grad_, 0, stacks[s].gather_index);
-      }
+      stacks[s].moments.steps.add_(bool_mask(mask, device).view({-1, 1, 1}));
     }
   }
   // The rows each phase works on, built once per step (a subset's index goes to the
@@ -431,7 +558,7 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
     } else if (context.stack_complete[s]) {
       rows_of[s].push_back(Rows::all(plan.gradient_stacks[s].count()));
     } else {
-      rows_of[s].push_back(Rows::subset(context.active[s], flat_grad_.device()));
+      rows_of[s].push_back(Rows::subset(context.active[s], device));
     }
   }
   auto for_each_active = [&](auto&& work) {
@@ -444,11 +571,11 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
   for_each_active([&](size_t s, const Rows& rows) { write_direction(context, s, rows); });
   for (size_t j = 0; j < segments.size(); ++j) update_adamw_segment(context, j);
   if (exchange_) {
-    ScopedPhase phase(profile, Phase::Communication);
-    exchange_->exchange(flat_update_);
+    exchange_updates(context);
+  } else {
+    ScopedPhase phase(profile, Phase::Copies);
+    apply_updates(context);
   }
-  ScopedPhase phase(profile, Phase::Copies);
-  apply_updates(context);
 }
 
 }  // namespace dash::optim

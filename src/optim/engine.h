@@ -30,7 +30,10 @@ class Rows {
   static Rows subset(std::vector<int64_t> blocks, const at::Device& device);
 
   at::Tensor take(const at::Tensor& full) const;
+  /// Writes back a part that take() gathered (a no-op for views, which were modified in place).
   void put(at::Tensor& full, const at::Tensor& part) const;
+  /// Copies `part` into these rows of `full`, whatever take() returned.
+  void store(at::Tensor& full, const at::Tensor& part) const;
   /// The block numbers, on the host.
   const std::vector<int64_t>& blocks() const { return blocks_; }
   /// Whole stack (its tensors are used as they are).
@@ -43,13 +46,13 @@ class Rows {
 };
 
 struct GradientStackState {
-  at::Tensor gather_index;  ///< (count · rows · cols) positions in the flat buffer
   MomentState moments;
   std::vector<int64_t> steps;  ///< host copy of each block's t (for scheduling)
   // Buffers reused by every step, (count, rows, cols): not state, not saved.
-  at::Tensor grad;   ///< the gathered gradient, then L̄ Ĝ
+  at::Tensor grad;   ///< the gathered gradient, then L̄ Ĝ (or lr·P of blocks done one run at a time)
   at::Tensor ghat;   ///< Ĝ, then L̄ Ĝ R̄
   at::Tensor graft;  ///< P_g
+  at::Tensor update;  ///< which of the above holds lr·P once the step's directions are formed
 };
 
 struct FactorStackState {
@@ -92,16 +95,24 @@ class Engine {
 
  private:
   struct StepContext;
-  bool gather_gradients(StepContext& context);
+  bool collect_gradients(StepContext& context);
+  void gather_gradients(const StepContext& context);
+  bool gradients_finite(StepContext& context);
   at::Tensor gradient_blocks(size_t stack, const Rows& rows);
   void update_factors(StepContext& context, size_t stack, const Rows& rows);
   void refresh_roots(StepContext& context, size_t factor_stack);
   void write_direction(StepContext& context, size_t stack, const Rows& rows);
   void update_adamw_segment(StepContext& context, size_t segment);
+  void decay_weights(StepContext& context);
   void apply_updates(StepContext& context);
+  void exchange_updates(StepContext& context);
 
-  at::Tensor flat_grad_;
-  at::Tensor flat_update_;  ///< plan.flat_numel elements, + 1 scratch when distributed
+  // The AdamW segments' gradients and updates, packed one segment after another
+  // (segment j starts at segment_offsets_[j]).
+  at::Tensor adamw_grad_;
+  at::Tensor adamw_update_;
+  std::vector<int64_t> segment_offsets_;
+  at::Tensor flat_update_;  ///< distributed only: plan.flat_numel elements + 1 scratch, all-gathered
   std::unique_ptr<distributed::UpdateExchange> exchange_;
 };
 

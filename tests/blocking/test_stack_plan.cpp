@@ -24,10 +24,15 @@ TEST(StackPlan, GatherScatterRoundTrip) {
   auto rebuilt = at::full({plan.flat_numel}, -1.0f);
   std::set<int64_t> seen;
   for (const auto& stack : plan.gradient_stacks) {
-    auto index = at::tensor(stack.flat_index, at::kLong);
+    std::vector<int64_t> positions;
+    for (int64_t b = 0; b < stack.count(); ++b) {
+      const auto block = flat_positions(plan, stack, b);
+      positions.insert(positions.end(), block.begin(), block.end());
+    }
+    auto index = at::tensor(positions, at::kLong);
     auto blocks = flat.index_select(0, index).view({stack.count(), stack.rows, stack.cols});
     rebuilt.index_copy_(0, index, blocks.reshape(-1));
-    for (auto i : stack.flat_index) EXPECT_TRUE(seen.insert(i).second) << "element " << i << " twice";
+    for (auto i : positions) EXPECT_TRUE(seen.insert(i).second) << "element " << i << " twice";
   }
   for (size_t i = 0; i < kShapes.size(); ++i) {
     const auto& slot = plan.parameters[i];
@@ -38,6 +43,80 @@ TEST(StackPlan, GatherScatterRoundTrip) {
       EXPECT_TRUE((part == -1.0f).all().item<bool>()) << "parameter " << i;
     }
   }
+}
+
+// The strided regions move exactly the elements the flat positions name: a stack
+// gathered region by region from each parameter's matrix equals the index_select
+// of the flat positions, and scattering it back rebuilds every preconditioned
+// parameter. Also for a rank's subset of the blocks (regions split around gaps).
+void expect_regions_match_positions(const StackPlan& plan, const std::vector<std::vector<int64_t>>& shapes) {
+  auto flat = at::arange(plan.flat_numel, at::kFloat);
+  std::vector<at::Tensor> matrices;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto& slot = plan.parameters[i];
+    matrices.push_back(flat.narrow(0, slot.offset, slot.numel).view({slot.view.rows, slot.view.cols}));
+  }
+  for (const auto& stack : plan.gradient_stacks) {
+    std::vector<int64_t> positions;
+    for (int64_t b = 0; b < stack.count(); ++b) {
+      const auto block = flat_positions(plan, stack, b);
+      positions.insert(positions.end(), block.begin(), block.end());
+    }
+    auto expected = flat.index_select(0, at::tensor(positions, at::kLong)).view({stack.count(), stack.rows, stack.cols});
+    auto gathered = at::full_like(expected, -1.0f);
+    int64_t covered = 0;
+    for (const auto& region : stack.regions) {
+      EXPECT_EQ(region.first, covered) << "regions in stack order";
+      covered += region.count();
+      region_in_stack(gathered, region).copy_(region_in_matrix(matrices[region.param], region));
+    }
+    EXPECT_EQ(covered, stack.count());
+    EXPECT_TRUE(at::equal(gathered, expected)) << "stack " << stack.rows << "x" << stack.cols;
+    auto rebuilt = at::full({plan.flat_numel}, -1.0f);
+    for (const auto& region : stack.regions) {
+      const auto& slot = plan.parameters[region.param];
+      auto target = rebuilt.narrow(0, slot.offset, slot.numel).view({slot.view.rows, slot.view.cols});
+      region_in_matrix(target, region).copy_(region_in_stack(gathered, region));
+    }
+    auto index = at::tensor(positions, at::kLong);
+    EXPECT_TRUE(at::equal(rebuilt.index_select(0, index), flat.index_select(0, index)));
+    EXPECT_EQ((rebuilt != -1.0f).sum().item<int64_t>(), static_cast<int64_t>(positions.size()))
+        << "nothing outside the stack's blocks is written";
+  }
+}
+
+TEST(StackPlan, RegionsMoveTheSameElementsAsFlatPositions) {
+  const std::vector<std::vector<int64_t>> shapes = {{9, 7}, {4, 8}, {2, 3, 3, 1}, {8, 4}, {5}};
+  const std::vector<GroupBlocking> blocking = {{2, false, 0}, {4, true, 0}};
+  const auto plan = plan_stacks(shapes, {0, 0, 0, 1, 1}, blocking);
+  expect_regions_match_positions(plan, shapes);
+  // Every other block kept, as a rank of a distributed optimizer might.
+  std::vector<std::vector<bool>> keep;
+  for (const auto& stack : plan.gradient_stacks) {
+    auto& flags = keep.emplace_back();
+    for (int64_t b = 0; b < stack.count(); ++b) flags.push_back(b % 3 != 1);
+  }
+  const auto part = restrict_plan(plan, keep, std::vector<bool>(plan.adamw_segments.size(), true), blocking);
+  expect_regions_match_positions(part, shapes);
+}
+
+// A 9×7 matrix in 2×2 blocks: a 4×3 grid of full blocks is one region; the ragged
+// column (4 blocks of 2×1), row (3 of 1×2) and corner are one region each.
+TEST(StackPlan, TiledParameterIsOneRegionPerStack) {
+  const auto plan = plan_stacks({{9, 7}}, {0}, {{2, false, 0}});
+  std::map<std::pair<int64_t, int64_t>, std::vector<BlockRegion>> regions;
+  for (const auto& stack : plan.gradient_stacks) regions[{stack.rows, stack.cols}] = stack.regions;
+  ASSERT_EQ(regions.size(), 4u);
+  ASSERT_EQ((regions[{2, 2}].size()), 1u);
+  EXPECT_EQ((regions[{2, 2}][0].grid_rows), 4);
+  EXPECT_EQ((regions[{2, 2}][0].grid_cols), 3);
+  ASSERT_EQ((regions[{2, 1}].size()), 1u);
+  EXPECT_EQ((regions[{2, 1}][0].col), 6);
+  EXPECT_EQ((regions[{2, 1}][0].grid_rows), 4);
+  ASSERT_EQ((regions[{1, 2}].size()), 1u);
+  EXPECT_EQ((regions[{1, 2}][0].row), 8);
+  EXPECT_EQ((regions[{1, 2}][0].grid_cols), 3);
+  EXPECT_EQ((regions[{1, 1}].size()), 1u);
 }
 
 TEST(StackPlan, StacksGroupEqualShapesAndFactorsEqualSizes) {

@@ -69,8 +69,7 @@ TEST(WorkSplit, RankPlansPartitionTheBlocksAndRebuildTheirFactorStacks) {
   int64_t factors = 0, ranked_factors = 0;
   for (const auto& stack : plan.gradient_stacks) {
     for (int64_t b = 0; b < stack.count(); ++b) {
-      all_blocks.insert(std::vector<int64_t>(stack.flat_index.begin() + b * stack.rows * stack.cols,
-          stack.flat_index.begin() + (b + 1) * stack.rows * stack.cols));
+      all_blocks.insert(blocking::flat_positions(plan, stack, b));
     }
   }
   for (const auto& stack : plan.factor_stacks) factors += stack.count;
@@ -80,8 +79,7 @@ TEST(WorkSplit, RankPlansPartitionTheBlocksAndRebuildTheirFactorStacks) {
     for (const auto& stack : part.gradient_stacks) {
       EXPECT_GT(stack.count(), 0);
       for (int64_t b = 0; b < stack.count(); ++b) {
-        ranked_blocks.insert(std::vector<int64_t>(stack.flat_index.begin() + b * stack.rows * stack.cols,
-            stack.flat_index.begin() + (b + 1) * stack.rows * stack.cols));
+        ranked_blocks.insert(blocking::flat_positions(part, stack, b));
       }
       // The factor offsets point into this rank's own (smaller) factor stacks.
       EXPECT_LE(stack.left_offset + stack.count(), part.factor_stacks[stack.left_stack].count);

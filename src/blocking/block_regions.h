@@ -1,0 +1,45 @@
+#pragma once
+
+// How the blocks of a gradient stack map onto their parameters without a flat
+// buffer (spec §3): consecutive blocks of one parameter that form a rectangular
+// grid of equal blocks are one region, and a region is moved between the
+// parameter and the stack with one strided copy — a (grid_rows, grid_cols,
+// block_rows, block_cols) view on each side. A parameter that tiles into B × B
+// blocks is one region per stack; ragged edges add at most three more.
+
+#include "blocking/block_layout.h"
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace dash::blocking {
+
+struct BlockRegion {
+  int64_t param = 0;       ///< parameter index
+  int64_t first = 0;       ///< first block of the region in the stack
+  int64_t row = 0;         ///< top-left element in the parameter's matrix view
+  int64_t col = 0;
+  int64_t grid_rows = 0;   ///< blocks down
+  int64_t grid_cols = 0;   ///< blocks across
+  int64_t block_rows = 0;  ///< rows of each block
+  int64_t block_cols = 0;
+
+  int64_t count() const { return grid_rows * grid_cols; }
+};
+
+/// Merges the blocks of a stack, in stack order (`params[i]` owns `blocks[i]`),
+/// into maximal regions: runs across a row of the block grid, then equal runs on
+/// consecutive rows. Every block is in exactly one region, in order.
+std::vector<BlockRegion> merge_into_regions(const std::vector<int64_t>& params, const std::vector<Block>& blocks);
+
+/// The region's blocks in `matrix` (the parameter's (rows, cols) matrix view, any
+/// strides) as a (grid_rows, grid_cols, block_rows, block_cols) view.
+at::Tensor region_in_matrix(const at::Tensor& matrix, const BlockRegion& region);
+
+/// The region's blocks in `stack` ((count, block_rows, block_cols)) as a
+/// (grid_rows, grid_cols, block_rows, block_cols) view.
+at::Tensor region_in_stack(const at::Tensor& stack, const BlockRegion& region);
+
+}  // namespace dash::blocking
