@@ -37,24 +37,39 @@ struct Configuration {
 struct Measurement {
   double mean_ms = 0.0;  // amortised over the timed steps (f = 10: one root step in ten)
   TimingSummary per_step;
-  double flops = 0.0;   // per step, amortised
+  double non_root_median_ms = 0.0;  // 0 when every timed step computed roots
+  double root_mean_ms = 0.0;        // 0 when no timed step did
+  double flops = 0.0;               // per step, amortised
+  double factor_flops = 0.0;        // per step: G Gᵀ and Gᵀ G
+  double preconditioning_flops = 0.0;  // per step: L̄ Ĝ R̄
   double ceiling_gflops = 0.0;
   int64_t state_bytes = 0;
+  int64_t workspace_bytes = 0;
   std::map<std::string, double> phases_ms;  // per step, with --profile
+  std::string root_choices;                 // Execution::Auto: what each factor stack chose
+
+  // The non-root step's floor: its matmul FLOPs at the measured bmm ceiling.
+  double floor_ms() const {
+    return ceiling_gflops > 0.0 ? (factor_flops + preconditioning_flops) / (ceiling_gflops * 1e6) : 0.0;
+  }
 };
 
-// FLOPs of one DASH step from the stack shapes: factor updates G Gᵀ and Gᵀ G and
-// the preconditioning L̄ Ĝ R̄ (2·r·c·(r + c) each per block), plus the inverse roots
-// every f steps.
-double dash_step_flops(const Dash& optimizer, const DashOptions& options) {
-  const auto diagnostics = optimizer.diagnostics();
-  double flops = 0.0;
-  for (const auto& stack : diagnostics.block_stacks) {
+// Matmul FLOPs of the non-root part of one DASH step, from the stack shapes: the
+// factor updates G Gᵀ and Gᵀ G, and the preconditioning L̄ Ĝ R̄, 2·r·c·(r + c) each
+// per block (one-sided blocks: 2·r²·c).
+void count_step_flops(const Dash& optimizer, Measurement& m) {
+  for (const auto& stack : optimizer.diagnostics().block_stacks) {
     const double r = static_cast<double>(stack.rows), c = static_cast<double>(stack.cols);
-    const double per_side = stack.one_sided ? 2.0 * r * r * c : 2.0 * r * c * (r + c);
-    flops += 2.0 * per_side * static_cast<double>(stack.count);
+    const double per_block = stack.one_sided ? 2.0 * r * r * c : 2.0 * r * c * (r + c);
+    m.factor_flops += per_block * static_cast<double>(stack.count);
+    m.preconditioning_flops += per_block * static_cast<double>(stack.count);
   }
-  for (const auto& stack : diagnostics.factor_stacks) {
+}
+
+// All FLOPs of a step, amortised: the non-root matmuls plus the inverse roots every f steps.
+double dash_step_flops(const Dash& optimizer, const DashOptions& options, const Measurement& m) {
+  double flops = m.factor_flops + m.preconditioning_flops;
+  for (const auto& stack : optimizer.diagnostics().factor_stacks) {
     flops += inverse_root_flops(stack.count, stack.size, stack.root, options.root()) /
         static_cast<double>(options.root_frequency());
   }
@@ -73,6 +88,11 @@ double stack_ceiling(const Dash& optimizer, MatmulPrecision precision, const at:
   return seconds > 0.0 ? flops / seconds / 1e9 : 0.0;
 }
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0.0 : values[values.size() / 2];
+}
+
 int64_t adamw_state_bytes(const torch::optim::AdamW& optimizer) {
   int64_t bytes = 0;
   for (const auto& entry : optimizer.state()) {
@@ -82,34 +102,73 @@ int64_t adamw_state_bytes(const torch::optim::AdamW& optimizer) {
   return bytes;
 }
 
-Measurement measure(const Configuration& config, const ModelShapes& model, const at::Device& device, uint64_t seed,
-    int warmup, int steps, bool profile) {
-  auto params = model_parameters(model, device, seed);
+// One configuration being measured: its own parameters (same seed, so the same
+// start and gradients for every configuration) and optimizer, and its step times.
+struct Run {
+  Configuration config;
+  std::vector<at::Tensor> params;
   std::unique_ptr<torch::optim::Optimizer> optimizer;
+  int64_t steps_taken = 0;
+  std::vector<double> root_times, other_times;
+};
+
+Run start_run(const Configuration& config, const ModelShapes& model, const at::Device& device, uint64_t seed) {
+  Run run{config, model_parameters(model, device, seed), nullptr, 0, {}, {}};
   if (config.adamw) {
-    optimizer = std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(1e-3));
+    run.optimizer = std::make_unique<torch::optim::AdamW>(run.params, torch::optim::AdamWOptions(1e-3));
   } else {
-    optimizer = std::make_unique<Dash>(params, config.options);
+    run.optimizer = std::make_unique<Dash>(run.params, config.options);
   }
-  auto step = [&] {
-    optimizer->step();
-    return params.back();
-  };
-  for (int i = 0; i < warmup; ++i) (void)time_it(step, 0, 1);
-  std::vector<double> times;
-  for (int i = 0; i < steps; ++i) times.push_back(time_it(step, 0, 1).median_ms);
+  return run;
+}
+
+// One optimizer step; timed (and filed as a root or non-root step) unless warming up.
+void step_run(Run& run, bool timed) {
+  const auto ms = time_it(
+      [&] {
+        run.optimizer->step();
+        return run.params.back();
+      },
+      0, 1).median_ms;
+  const int64_t t = ++run.steps_taken;
+  if (!timed) return;
+  const auto& options = run.config.options;
+  // Roots are due at t_start and every f steps after it.
+  const bool root_step = !run.config.adamw && t >= options.start_step() &&
+      (t - options.start_step()) % options.root_frequency() == 0;
+  (root_step ? run.root_times : run.other_times).push_back(ms);
+}
+
+Measurement finish_run(Run& run, const at::Device& device, int steps, bool profile) {
+  std::vector<double> times = run.root_times;
+  times.insert(times.end(), run.other_times.begin(), run.other_times.end());
   Measurement result;
   result.mean_ms = std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size());
+  result.non_root_median_ms = median(run.other_times);
+  result.root_mean_ms = run.root_times.empty()
+      ? 0.0
+      : std::accumulate(run.root_times.begin(), run.root_times.end(), 0.0) /
+          static_cast<double>(run.root_times.size());
   std::sort(times.begin(), times.end());
   result.per_step = {times[times.size() / 2], times.front(), times.back()};
-  if (config.adamw) {
-    result.state_bytes = adamw_state_bytes(static_cast<torch::optim::AdamW&>(*optimizer));
+  if (run.config.adamw) {
+    result.state_bytes = adamw_state_bytes(static_cast<torch::optim::AdamW&>(*run.optimizer));
     return result;
   }
-  auto& dash = static_cast<Dash&>(*optimizer);
-  result.flops = dash_step_flops(dash, config.options);
-  result.ceiling_gflops = stack_ceiling(dash, config.options.root().precision(), device);
+  auto& dash = static_cast<Dash&>(*run.optimizer);
+  count_step_flops(dash, result);
+  result.flops = dash_step_flops(dash, run.config.options, result);
+  result.ceiling_gflops = stack_ceiling(dash, run.config.options.root().precision(), device);
   result.state_bytes = dash.state_bytes();
+  result.workspace_bytes = dash.diagnostics().workspace_bytes;
+  if (run.config.options.execution() == Execution::Auto) {
+    for (const auto& stack : dash.diagnostics().factor_stacks) {
+      result.root_choices += (result.root_choices.empty() ? "" : "; ") + std::to_string(stack.size) + "² ×" +
+          std::to_string(stack.count) + " " + (stack.execution == Execution::Sequential ? "per block" : to_string(stack.execution)) +
+          " (timed: batched " + fixed(stack.calibrated_batched_ms, 0) + " ms, per block " +
+          fixed(stack.calibrated_per_block_ms, 0) + " ms)";
+    }
+  }
   if (profile) {
     dash.profile_phases(true);
     for (int i = 0; i < steps; ++i) dash.step();
@@ -117,6 +176,31 @@ Measurement measure(const Configuration& config, const ModelShapes& model, const
     dash.profile_phases(false);
   }
   return result;
+}
+
+// Measures every configuration. One after another by default; with `interleave`
+// all optimizers live at once and take their steps in turns (round robin), so
+// that a slow spell of a noisy machine hits every configuration alike and the
+// ratios between them stay meaningful (memory: all states at once).
+std::vector<Measurement> measure_all(const std::vector<Configuration>& configs, const ModelShapes& model,
+    const at::Device& device, uint64_t seed, int warmup, int steps, bool profile, bool interleave) {
+  std::vector<Measurement> results;
+  if (!interleave) {
+    for (const auto& config : configs) {
+      auto run = start_run(config, model, device, seed);
+      for (int i = 0; i < warmup; ++i) step_run(run, false);
+      for (int i = 0; i < steps; ++i) step_run(run, true);
+      results.push_back(finish_run(run, device, steps, profile));
+    }
+    return results;
+  }
+  std::vector<Run> runs;
+  for (const auto& config : configs) runs.push_back(start_run(config, model, device, seed));
+  for (int i = 0; i < warmup + steps; ++i) {
+    for (auto& run : runs) step_run(run, i >= warmup);
+  }
+  for (auto& run : runs) results.push_back(finish_run(run, device, steps, profile));
+  return results;
 }
 
 std::vector<Configuration> configurations(const Arguments& arguments, int64_t frequency) {
@@ -136,9 +220,14 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
       if (method == RootMethod::EVD) scalings = {"fro"};  // EVD uses no spectral scaling
       for (const auto& scaling_name : scalings) {
         const auto scaling = parse_scaling(scaling_name);
-        auto options = DashOptions(base).root(InverseRootOptions().method(method).scaling(scaling).precision(precision));
-        result.push_back({"batched " + to_string(method) + " " + (method == RootMethod::EVD ? "-" : to_string(scaling)) +
-            " " + to_string(precision), false, options});
+        for (const auto& execution_name : arguments.list("executions")) {
+          const auto execution = parse_execution(execution_name);
+          auto options = DashOptions(base).execution(execution).root(
+              InverseRootOptions().method(method).scaling(scaling).precision(precision));
+          result.push_back({to_string(execution) + " " + to_string(method) + " " +
+                  (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " + to_string(precision),
+              false, options});
+        }
       }
     }
   }
@@ -152,7 +241,7 @@ int run_step_bench(const std::vector<std::string>& args) {
       {"preset", "llama-tiny"}, {"layers", "-1"}, {"shapes", ""}, {"block", "256"}, {"frequencies", "1,10"},
       {"methods", "evd,cn,ndb,chebyshev"}, {"scalings", "fro,pi,multi-pi"}, {"precisions", "fp32,fp16,bf16"},
       {"baseline", "1"}, {"warmup", "1"}, {"steps", "0"}, {"device", "cpu"}, {"json", ""}, {"profile", "0"},
-      {"seed", "0"}});
+      {"seed", "0"}, {"interleave", "0"}, {"executions", "batched,auto"}});
   const auto model = arguments.text("shapes").empty()
       ? preset_model(arguments.text("preset"), arguments.integer("layers"))
       : parse_shapes(arguments.text("shapes"));
@@ -178,39 +267,52 @@ int run_step_bench(const std::vector<std::string>& args) {
     const int steps = arguments.integer("steps") > 0 ? static_cast<int>(arguments.integer("steps"))
                                                      : static_cast<int>(std::max<int64_t>(frequency, 3));
     std::cout << "\nf = " << frequency << ", " << warmup << " warm-up + " << steps << " timed steps\n";
-    std::printf("%-30s %10s %9s %9s %9s %8s %8s %9s %8s %7s %9s %8s\n", "configuration", "ms/step", "median",
-        "min", "max", "x seq", "x adamw", "GFLOP", "GFLOP/s", "%ceil", "state MB", "x adamw");
+    std::printf("%-30s %9s %9s %9s %8s %7s %7s %8s %8s %7s %8s %8s\n", "configuration", "ms/step", "non-root",
+        "root", "floor", "x floor", "x seq", "x adamw", "GFLOP/s", "%ceil", "state MB", "work MB");
     double adamw_ms = 0.0, sequential_ms = 0.0;
-    int64_t adamw_bytes = 0;
-    for (const auto& config : configurations(arguments, frequency)) {
-      auto m = measure(config, model, device, seed, warmup, steps, profile);
-      if (config.adamw) {
-        adamw_ms = m.mean_ms;
-        adamw_bytes = m.state_bytes;
-      }
+    const auto configs = configurations(arguments, frequency);
+    const auto measurements =
+        measure_all(configs, model, device, seed, warmup, steps, profile, arguments.text("interleave") == "1");
+    for (size_t c = 0; c < configs.size(); ++c) {
+      const auto& config = configs[c];
+      auto m = measurements[c];
+      if (config.adamw) adamw_ms = m.mean_ms;
       if (config.label.rfind("sequential", 0) == 0) sequential_ms = m.mean_ms;
       const double gflops = m.flops / (m.mean_ms * 1e6);
-      std::printf("%-30s %10s %9s %9s %9s %8s %8s %9s %8s %7s %9s %8s\n", config.label.c_str(),
-          fixed(m.mean_ms, 1).c_str(), fixed(m.per_step.median_ms, 1).c_str(), fixed(m.per_step.min_ms, 1).c_str(),
-          fixed(m.per_step.max_ms, 1).c_str(), sequential_ms > 0 ? fixed(sequential_ms / m.mean_ms, 2).c_str() : "-",
-          fixed(m.mean_ms / adamw_ms, 2).c_str(), config.adamw ? "-" : fixed(m.flops / 1e9, 2).c_str(),
-          config.adamw ? "-" : fixed(gflops, 1).c_str(),
-          config.adamw ? "-" : fixed(100.0 * gflops / m.ceiling_gflops, 1).c_str(),
+      auto or_dash = [&](bool known, const std::string& text) { return known ? text : std::string("-"); };
+      std::printf("%-30s %9s %9s %9s %8s %7s %7s %8s %8s %7s %8s %8s\n", config.label.c_str(),
+          fixed(m.mean_ms, 1).c_str(), or_dash(m.non_root_median_ms > 0, fixed(m.non_root_median_ms, 1)).c_str(),
+          or_dash(m.root_mean_ms > 0, fixed(m.root_mean_ms, 1)).c_str(),
+          or_dash(!config.adamw, fixed(m.floor_ms(), 1)).c_str(),
+          or_dash(!config.adamw && m.non_root_median_ms > 0, fixed(m.non_root_median_ms / m.floor_ms(), 2)).c_str(),
+          or_dash(sequential_ms > 0, fixed(sequential_ms / m.mean_ms, 2)).c_str(),
+          fixed(m.mean_ms / adamw_ms, 2).c_str(), or_dash(!config.adamw, fixed(gflops, 1)).c_str(),
+          or_dash(!config.adamw, fixed(100.0 * gflops / m.ceiling_gflops, 1)).c_str(),
           fixed(static_cast<double>(m.state_bytes) / 1e6, 1).c_str(),
-          fixed(static_cast<double>(m.state_bytes) / static_cast<double>(adamw_bytes), 2).c_str());
+          fixed(static_cast<double>(m.workspace_bytes) / 1e6, 1).c_str());
+      if (!m.root_choices.empty()) std::printf("    roots: %s\n", m.root_choices.c_str());
       if (!m.phases_ms.empty()) {
         std::printf("    phases ms/step:");
         for (const auto& [phase, ms] : m.phases_ms) std::printf(" %s %s", phase.c_str(), fixed(ms, 1).c_str());
-        std::printf("\n");
+        const double factors_floor = m.factor_flops / (m.ceiling_gflops * 1e6);
+        const double preconditioning_floor = m.preconditioning_flops / (m.ceiling_gflops * 1e6);
+        std::printf("\n    vs floor: factors %s / %s ms (x%s), preconditioning %s / %s ms (x%s)\n",
+            fixed(m.phases_ms["factors"], 1).c_str(), fixed(factors_floor, 1).c_str(),
+            fixed(m.phases_ms["factors"] / factors_floor, 2).c_str(), fixed(m.phases_ms["preconditioning"], 1).c_str(),
+            fixed(preconditioning_floor, 1).c_str(),
+            fixed(m.phases_ms["preconditioning"] / preconditioning_floor, 2).c_str());
       }
       std::fflush(stdout);
       report["rows"].push_back({{"configuration", config.label}, {"frequency", frequency},
           {"mean_ms", m.mean_ms}, {"median_ms", m.per_step.median_ms}, {"min_ms", m.per_step.min_ms},
-          {"max_ms", m.per_step.max_ms}, {"speedup_vs_sequential", sequential_ms > 0 ? sequential_ms / m.mean_ms : 0.0},
-          {"ratio_to_adamw", m.mean_ms / adamw_ms}, {"flops_per_step", m.flops}, {"gflops", gflops},
+          {"max_ms", m.per_step.max_ms}, {"non_root_median_ms", m.non_root_median_ms},
+          {"root_step_ms", m.root_mean_ms}, {"floor_ms", m.floor_ms()},
+          {"floor_ratio", m.floor_ms() > 0 && m.non_root_median_ms > 0 ? m.non_root_median_ms / m.floor_ms() : 0.0},
+          {"speedup_vs_sequential", sequential_ms > 0 ? sequential_ms / m.mean_ms : 0.0},
+          {"ratio_to_adamw", m.mean_ms / adamw_ms}, {"flops_per_step", m.flops},
+          {"factor_flops", m.factor_flops}, {"preconditioning_flops", m.preconditioning_flops}, {"gflops", gflops},
           {"ceiling_gflops", m.ceiling_gflops}, {"state_bytes", m.state_bytes},
-          {"state_ratio_to_adamw", static_cast<double>(m.state_bytes) / static_cast<double>(adamw_bytes)},
-          {"phases_ms", m.phases_ms}});
+          {"workspace_bytes", m.workspace_bytes}, {"phases_ms", m.phases_ms}, {"root_choices", m.root_choices}});
     }
   }
   write_json_report(report, arguments.text("json"));

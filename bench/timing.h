@@ -25,7 +25,8 @@ TimingSummary time_it(const std::function<at::Tensor()>& work, int warmup, int r
 /// The operand dtype of a matmul precision mode.
 at::ScalarType matmul_dtype(MatmulPrecision precision);
 
-/// GFLOP/s of a plain (count, b, b) × (count, b, b) bmm in `dtype` on `device` —
+/// GFLOP/s of a plain (count, b, b) × (count, b, b) bmm in `dtype` on `device`, into
+/// a preallocated output, best of `repetitions` —
 /// the ceiling that solver and step throughput are compared with. Where the
 /// backend has no kernel for `dtype` (LibTorch 1.13: no float16 bmm on CPU) it
 /// measures float32 and reports that in `measured_dtype`.

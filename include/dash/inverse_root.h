@@ -11,9 +11,13 @@
 #include <torch/arg.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace dash {
+namespace linalg {
+class Scratch;
+}  // namespace linalg
 
 /// How the inverse root is computed.
 enum class RootMethod {
@@ -83,6 +87,35 @@ at::Tensor inverse_root(
     const at::Tensor& matrices,
     int64_t p,
     const InverseRootOptions& options = {});
+
+/// Memory that inverse_root() reuses from one call to the next: the iterative
+/// solvers' stack-sized temporaries (a few (N, b, b) tensors) and 16-bit staging.
+/// With a workspace that lives across calls, an iteration allocates nothing once
+/// the workspace holds buffers for the largest stack it has seen; without one,
+/// every call allocates them afresh. Not thread-safe: one workspace per thread.
+class InverseRootWorkspace {
+ public:
+  InverseRootWorkspace();
+  ~InverseRootWorkspace();
+  InverseRootWorkspace(InverseRootWorkspace&&) noexcept;
+  InverseRootWorkspace& operator=(InverseRootWorkspace&&) noexcept;
+
+  /// Bytes held for reuse.
+  int64_t bytes() const;
+
+ private:
+  friend at::Tensor inverse_root(const at::Tensor&, int64_t, const InverseRootOptions&, InverseRootWorkspace&);
+  std::unique_ptr<linalg::Scratch> scratch_;
+};
+
+/// inverse_root() with its temporaries from `workspace`. The returned root may
+/// live in the workspace's memory: it is never handed out again while any tensor
+/// refers to it, and becomes reusable once the caller drops it.
+at::Tensor inverse_root(
+    const at::Tensor& matrices,
+    int64_t p,
+    const InverseRootOptions& options,
+    InverseRootWorkspace& workspace);
 
 /// Per-matrix quality figures, computed on the device (no host sync).
 struct InverseRootResult {

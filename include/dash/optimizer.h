@@ -32,9 +32,15 @@ enum class OneDimensional {
 };
 
 /// How the blocks are processed.
+/// (The values are stored in checkpoints: new ones go at the end.)
 enum class Execution {
   Batched,     ///< one batched call per stack (DASH)
   Sequential,  ///< one block at a time, per-matrix calls (the Distributed Shampoo baseline)
+  /// Batched, except that each factor stack's inverse roots are computed batched or
+  /// one block at a time, whichever a timing at that stack's second root computation
+  /// finds faster on the device in use (kept from then on, saved in checkpoints,
+  /// shown in diagnostics()). On a CPU both ways give bitwise the same roots.
+  Auto,
 };
 
 /// Element type of the updates distributed DASH exchanges (<dash/distributed.h>).
@@ -78,7 +84,7 @@ struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions>
   TORCH_ARG(OneDimensional, one_dimensional) = OneDimensional::AdamW;
   TORCH_ARG(betas_t, adamw_betas) = std::make_tuple(0.9, 0.95);
   TORCH_ARG(double, adamw_eps) = 1e-8;
-  TORCH_ARG(Execution, execution) = Execution::Batched;
+  TORCH_ARG(Execution, execution) = Execution::Auto;
   TORCH_ARG(NonFiniteGradients, non_finite_gradients) = NonFiniteGradients::Error;
 
  public:
@@ -95,6 +101,11 @@ struct FactorStackDiagnostics {
   int64_t count = 0;     ///< N
   int64_t root = 0;      ///< p of the inverse root
   int64_t failures = 0;  ///< factor-roots kept from before because the new one failed
+  /// How its roots are computed: Batched or Sequential (one block at a time); Auto
+  /// until Execution::Auto has timed both.
+  Execution execution = Execution::Batched;
+  double calibrated_batched_ms = 0.0;    ///< Auto: the batched root computation it timed
+  double calibrated_per_block_ms = 0.0;  ///< Auto: one block at a time, extrapolated to the stack
 };
 
 /// One stack of equal-shaped gradient blocks.
@@ -110,6 +121,9 @@ struct DashDiagnostics {
   std::vector<FactorStackDiagnostics> factor_stacks;
   std::vector<BlockStackDiagnostics> block_stacks;
   int64_t skipped_steps = 0;  ///< steps skipped for non-finite gradients
+  /// Scratch memory kept across steps and not counted in state_bytes(): the root
+  /// solvers' reusable temporaries (a few stacks of the largest factor size).
+  int64_t workspace_bytes = 0;
 };
 
 class Dash : public torch::optim::Optimizer {
@@ -140,9 +154,12 @@ class Dash : public torch::optim::Optimizer {
   /// Bytes this rank sends plus receives in each step's all-gather; 0 in a single process.
   int64_t communicated_bytes_per_step() const;
 
-  /// Splits the wall time of the following steps into phases (copies, factors,
-  /// roots, grafting, preconditioning, communication). Waits for the device at every phase
-  /// boundary, so it slows steps down: a measuring aid. Enabling resets the totals.
+  /// Splits the host time of the following steps into phases (copies, factors,
+  /// roots, grafting, preconditioning, communication); enabling resets the totals.
+  /// Nothing waits for the device, so on a CPU this is the step's own split and on
+  /// an accelerator the time spent issuing each phase. Every phase is also a
+  /// profiler scope "dash::<phase>" (always, at no cost without a profiler), which
+  /// device-side profilers show.
   void profile_phases(bool enabled);
   std::map<std::string, double> phase_times_ms() const;
 

@@ -28,7 +28,7 @@ Scaling parse_scaling(const std::string& name);
 MatmulPrecision parse_matmul_precision(const std::string& name);
 /// "adam", "rmsprop", "adagrad", "sgd", "none".
 GraftingType parse_grafting_type(const std::string& name);
-/// "batched", "sequential".
+/// "auto", "batched", "sequential".
 Execution parse_execution(const std::string& name);
 /// "fp32", "bf16", "fp16".
 CommunicationDtype parse_communication_dtype(const std::string& name);

@@ -3,6 +3,8 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <vector>
+
 namespace dash::linalg {
 namespace {
 
@@ -10,42 +12,61 @@ at::ScalarType sixteen_bit_type(MatmulPrecision precision) {
   return precision == MatmulPrecision::FP16 ? at::kHalf : at::kBFloat16;
 }
 
-// 16-bit product of already-rounded operands. LibTorch's CPU backend (1.13) has no
-// half-precision bmm; there the same rounding is reproduced exactly in float32
-// (products of 11-bit mantissas are exact in float32's 24 bits) and the sum is
-// rounded to 16 bits afterwards, as a GPU's 16-bit bmm output is.
-at::Tensor sixteen_bit_bmm(const at::Tensor& a16, const at::Tensor& b16) {
+std::vector<int64_t> product_sizes(const at::Tensor& a, const at::Tensor& b) {
+  return {a.size(0), a.size(1), b.size(2)};
+}
+
+at::Tensor rounded(const at::Tensor& t, at::ScalarType type, Scratch& scratch) {
+  auto staged = scratch.empty(t.sizes(), t.options().dtype(type));
+  staged.copy_(t);
+  return staged;
+}
+
+// 16-bit product of already-rounded operands, written to `out` (iterate dtype).
+// LibTorch's CPU backend (1.13) has no half-precision bmm; there the same rounding
+// is reproduced exactly in float32 (products of 11-bit mantissas are exact in
+// float32's 24 bits) and the sum is rounded to 16 bits afterwards, as a GPU's
+// 16-bit bmm output is.
+void sixteen_bit_bmm(at::Tensor& out, const at::Tensor& a16, const at::Tensor& b16, Scratch& scratch) {
+  auto product16 = scratch.empty(out.sizes(), out.options().dtype(a16.scalar_type()));
   if (a16.is_cpu() && a16.scalar_type() == at::kHalf) {
     TORCH_WARN_ONCE(
         "dash: this LibTorch has no float16 bmm on CPU; FP16 matmuls are emulated "
         "in float32 with float16 rounding of operands and results");
-    return at::bmm(a16.to(at::kFloat), b16.to(at::kFloat)).to(at::kHalf);
+    auto product32 = scratch.empty(out.sizes(), out.options().dtype(at::kFloat));
+    at::bmm_out(product32, rounded(a16, at::kFloat, scratch), rounded(b16, at::kFloat, scratch));
+    product16.copy_(product32);
+  } else {
+    at::bmm_out(product16, a16, b16);
   }
-  return at::bmm(a16, b16);
+  out.copy_(product16);
 }
 
 }  // namespace
 
-at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision) {
+at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch) {
+  auto out = scratch.empty(product_sizes(a, b), a.options());
   if (precision == MatmulPrecision::FP32) {
-    return at::bmm(a, b);
+    at::bmm_out(out, a, b);
+    return out;
   }
   const auto half = sixteen_bit_type(precision);
-  return sixteen_bit_bmm(a.to(half), b.to(half)).to(a.scalar_type());
+  sixteen_bit_bmm(out, rounded(a, half, scratch), rounded(b, half, scratch), scratch);
+  return out;
 }
 
-at::Tensor matmul_add(
-    const at::Tensor& c,
+at::Tensor& matmul_add_(
+    at::Tensor& c,
     const at::Tensor& a,
     const at::Tensor& b,
     double beta,
     double alpha,
-    MatmulPrecision precision) {
-  if (precision == MatmulPrecision::FP32) {
-    return at::baddbmm(c, a, b, beta, alpha);
-  }
-  auto product = matmul(a, b, precision);
-  return beta == 1.0 ? at::add(c, product, alpha) : at::add(c * beta, product, alpha);
+    MatmulPrecision precision,
+    Scratch& scratch) {
+  if (precision == MatmulPrecision::FP32) return c.baddbmm_(a, b, beta, alpha);
+  auto product = matmul(a, b, precision, scratch);
+  if (beta != 1.0) c.mul_(beta);
+  return c.add_(product, alpha);
 }
 
 at::Tensor identity_like(const at::Tensor& like) {

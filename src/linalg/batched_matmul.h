@@ -1,26 +1,33 @@
 #pragma once
 
 // Batched matmul in a chosen input precision, with results in the iterate dtype.
+// Results and 16-bit staging come from a Scratch (linalg/scratch.h), so an
+// iteration that drops its old iterates allocates nothing after its first call.
 
 #include <dash/inverse_root.h>
+
+#include "linalg/scratch.h"
 
 #include <ATen/core/Tensor.h>
 
 namespace dash::linalg {
 
-/// a @ b over a stack (bmm), operands rounded to `precision`, result in a's dtype.
-at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision);
+/// a @ b over a stack (bmm), operands rounded to `precision`, result in a's dtype,
+/// in a buffer of `scratch`.
+at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch);
 
-/// beta · c + alpha · (a @ b); c broadcasts to the product's shape (e.g. a (b, b)
-/// identity). In FP32 mode this is one baddbmm; in 16-bit modes the sum is taken
-/// in the iterate dtype so that the iterates keep full precision.
-at::Tensor matmul_add(
-    const at::Tensor& c,
+/// c ← beta · c + alpha · (a @ b), in place; c has the product's shape. In FP32
+/// mode this is one in-place baddbmm (an out= baddbmm with a broadcast c would
+/// allocate an expanded copy of c per call); in 16-bit modes the sum is taken in
+/// the iterate dtype so that the iterates keep full precision.
+at::Tensor& matmul_add_(
+    at::Tensor& c,
     const at::Tensor& a,
     const at::Tensor& b,
     double beta,
     double alpha,
-    MatmulPrecision precision);
+    MatmulPrecision precision,
+    Scratch& scratch);
 
 /// Identity (b, b) with the dtype and device of `like`; broadcasts over a stack.
 at::Tensor identity_like(const at::Tensor& like);

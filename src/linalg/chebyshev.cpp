@@ -43,13 +43,15 @@ at::Tensor chebyshev_root(
     const at::Tensor& normalized,
     const at::Tensor& epsilon,
     int64_t p,
-    const InverseRootOptions& options) {
-  const int64_t degree = options.chebyshev_degree();
-  const auto precision = options.precision();
+    const ChebyshevOptions& options,
+    Scratch& scratch) {
+  const int64_t degree = options.degree;
+  const auto precision = options.precision;
   const auto identity = identity_like(normalized);
-  auto lower = epsilon.reshape({-1, 1}).clamp_min(options.chebyshev_interval_min());  // δ, (N, 1)
-  auto coefficients = chebyshev_coefficients(lower, degree, p);
-  auto coefficient = [&](int64_t k) { return coefficients.select(1, k).reshape({-1, 1, 1}); };
+  auto lower = epsilon.reshape({-1, 1}).clamp_min(options.interval_min);  // δ, (N, 1)
+  // One contiguous (N, 1, 1) column per coefficient, made once.
+  auto coefficients = chebyshev_coefficients(lower, degree, p).t().contiguous().unsqueeze(-1).unsqueeze(-1);
+  auto coefficient = [&](int64_t k) { return coefficients[k]; };
   auto width = (1.0 - lower).reshape({-1, 1, 1});
   auto s = normalized * (2.0 / width) - identity * ((1.0 + lower.reshape({-1, 1, 1})) / width);
 
@@ -57,14 +59,22 @@ at::Tensor chebyshev_root(
   if (degree == 1) {
     return s * coefficient(1) + identity * coefficient(0);
   }
-  auto next = identity * coefficient(degree);                              // b_{k+2}
+  // c_k I − b_{k+2}, the additive term of each Clenshaw step, in a Scratch buffer.
+  auto shift = [&](int64_t k, const at::Tensor& next) {
+    auto out = scratch.empty_like(next);
+    at::mul_out(out, identity, coefficient(k));
+    return out.sub_(next);
+  };
+  auto next = identity * coefficient(degree);                                           // b_{k+2}
   auto current = s * (2.0 * coefficient(degree)) + identity * coefficient(degree - 1);  // b_{k+1}
   for (int64_t k = degree - 2; k >= 1; --k) {
-    auto updated = matmul_add(identity * coefficient(k) - next, s, current, 1.0, 2.0, precision);
+    auto updated = shift(k, next);
+    matmul_add_(updated, s, current, 1.0, 2.0, precision, scratch);
     next = std::move(current);
     current = std::move(updated);
   }
-  return matmul_add(identity * coefficient(0) - next, s, current, 1.0, 1.0, precision);
+  auto value = shift(0, next);
+  return matmul_add_(value, s, current, 1.0, 1.0, precision, scratch);
 }
 
 }  // namespace dash::linalg

@@ -61,11 +61,13 @@ at::Tensor eigen_root(
     const at::Tensor& normalized,
     const at::Tensor& epsilon,
     int64_t p,
-    const InverseRootOptions& options) {
+    EigenHeuristic heuristic,
+    MatmulPrecision precision,
+    Scratch& scratch) {
   auto [values, vectors] = batched_eigh(normalized);
-  auto weights = repaired_inverse_power(values, epsilon.squeeze(-1), p, options.eigen_heuristic());
+  auto weights = repaired_inverse_power(values, epsilon.squeeze(-1), p, heuristic);
   // Q · diag(w) · Qᵀ as one batched matmul of (Q scaled by columns) and Qᵀ.
-  return matmul(vectors * weights.unsqueeze(1), vectors.transpose(1, 2), options.precision());
+  return matmul(vectors * weights.unsqueeze(1), vectors.transpose(1, 2), precision, scratch);
 }
 
 }  // namespace dash::linalg

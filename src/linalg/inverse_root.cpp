@@ -5,6 +5,7 @@
 #include <dash/inverse_root.h>
 
 #include "linalg/batched_matmul.h"
+#include "linalg/scratch.h"
 #include "linalg/solvers.h"
 
 #include <ATen/ATen.h>
@@ -64,16 +65,45 @@ struct Solution {
   at::Tensor normalized_root;  // Â^{-1/p} (the root itself when not kept)
 };
 
-// `keep_normalized_root`: the diagnostics need Â^{-1/p} after the root is formed;
-// otherwise the root is scaled in place. Stack-sized temporaries are kept to the
-// solver's own: a stack of 600 blocks of 256² is 157 MB per tensor.
-Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& options, bool keep_normalized_root) {
+linalg::NewtonOptions newton_options(const InverseRootOptions& options) {
+  return {options.newton_steps(), options.tolerance(), options.tolerance_check_interval(), options.precision()};
+}
+
+// Â^{-1/p} by the chosen method. NewtonDB reuses its input's buffer once it has
+// read it, so it gets a copy when the caller still needs Â afterwards.
+at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int64_t p,
+    const InverseRootOptions& options, bool keep_normalized, linalg::Scratch& scratch) {
+  switch (options.method()) {
+    case RootMethod::EVD:
+      return linalg::eigen_root(normalized, epsilon, p, options.eigen_heuristic(), options.precision(), scratch);
+    case RootMethod::CoupledNewton:
+      return linalg::coupled_newton_root(normalized, p, newton_options(options), scratch);
+    case RootMethod::NewtonDB:
+      if (keep_normalized) normalized = scratch.empty_like(normalized).copy_(normalized);
+      return linalg::newton_db_root(std::move(normalized), p, newton_options(options), scratch);
+    case RootMethod::Chebyshev:
+      return linalg::chebyshev_root(normalized, epsilon, p,
+          {options.chebyshev_degree(), options.chebyshev_interval_min(), options.precision()}, scratch);
+  }
+  TORCH_CHECK(false, "dash::inverse_root: unknown root method");
+}
+
+// `keep_normalized_root`: the diagnostics need Â and Â^{-1/p} after the root is
+// formed; otherwise the root is scaled in place and Â's buffer is released early.
+// Stack-sized temporaries come from `scratch`: a stack of 600 blocks of 256² is
+// 157 MB per tensor.
+Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& options, bool keep_normalized_root,
+    linalg::Scratch& scratch) {
   auto a = stack.to(work_type(stack));
   const auto identity = linalg::identity_like(a);
   // A matrix with a NaN/Inf entry is solved as I (so that no solver, nor eigh,
   // sees it and the rest of the stack is unaffected) and its root set to NaN.
-  auto finite_input = at::isfinite(a).all(-1).all(-1).reshape({-1, 1, 1});
-  auto normalized = at::where(finite_input, a, identity);
+  // Its largest and smallest entries are finite exactly when all entries are.
+  auto highest = a.amax({1, 2}, /*keepdim=*/true);
+  auto lowest = a.amin({1, 2}, /*keepdim=*/true);
+  auto finite_input = at::isfinite(highest) & at::isfinite(lowest);
+  auto normalized = scratch.empty_like(a);
+  at::where_out(normalized, finite_input, a, identity);
   // EVD applies ε inside its eigenvalue heuristic (as Distributed Shampoo does);
   // the matmul-only solvers get it on the diagonal.
   const bool evd = options.method() == RootMethod::EVD;
@@ -81,31 +111,24 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
 
   // EVD needs no spectral bound, only a scale that keeps entries near 1.
   auto scale = evd ? at::maximum(normalized.amax({1, 2}, /*keepdim=*/true), normalized.amin({1, 2}, true).neg())
-                   : estimate_spectral_scale(normalized, options);
+                   : linalg::spectral_scale(normalized, options, scratch);
   // With ε added, λ_max ≥ ε; the floor only matters for an all-zero block at ε = 0.
   scale = scale.clamp_min(std::max(options.epsilon(), static_cast<double>(std::numeric_limits<float>::min())));
   normalized.div_(scale);
   auto epsilon = options.epsilon() / scale;
 
-  at::Tensor normalized_root;
-  switch (options.method()) {
-    case RootMethod::EVD:
-      normalized_root = linalg::eigen_root(normalized, epsilon, p, options);
-      break;
-    case RootMethod::CoupledNewton:
-      normalized_root = linalg::coupled_newton_root(normalized, p, options);
-      break;
-    case RootMethod::NewtonDB:
-      normalized_root = linalg::newton_db_root(normalized, p, options);
-      break;
-    case RootMethod::Chebyshev:
-      normalized_root = linalg::chebyshev_root(normalized, epsilon, p, options);
-      break;
-  }
+  auto root_of_normalized = normalized_root(keep_normalized_root ? normalized : std::move(normalized), epsilon, p,
+      options, keep_normalized_root, scratch);
   auto unscale = scale.pow(-1.0 / static_cast<double>(p));
-  auto root = keep_normalized_root ? normalized_root * unscale : normalized_root.mul_(unscale);
+  at::Tensor root;
+  if (keep_normalized_root) {
+    root = scratch.empty_like(root_of_normalized);
+    at::mul_out(root, root_of_normalized, unscale);
+  } else {
+    root = root_of_normalized.mul_(unscale);
+  }
   root.masked_fill_(finite_input.logical_not(), std::numeric_limits<double>::quiet_NaN());
-  return {std::move(root), std::move(normalized), std::move(normalized_root)};
+  return {std::move(root), std::move(normalized), std::move(root_of_normalized)};
 }
 
 // Shared front end: checks, 2-D ↔ 3-D, empty stacks.
@@ -120,14 +143,27 @@ auto with_stack(const at::Tensor& matrices, int64_t p, const InverseRootOptions&
 
 }  // namespace
 
-at::Tensor inverse_root(const at::Tensor& matrices, int64_t p, const InverseRootOptions& options) {
+InverseRootWorkspace::InverseRootWorkspace() : scratch_(std::make_unique<linalg::Scratch>()) {}
+InverseRootWorkspace::~InverseRootWorkspace() = default;
+InverseRootWorkspace::InverseRootWorkspace(InverseRootWorkspace&&) noexcept = default;
+InverseRootWorkspace& InverseRootWorkspace::operator=(InverseRootWorkspace&&) noexcept = default;
+
+int64_t InverseRootWorkspace::bytes() const { return scratch_->bytes(); }
+
+at::Tensor inverse_root(
+    const at::Tensor& matrices, int64_t p, const InverseRootOptions& options, InverseRootWorkspace& workspace) {
   return with_stack(matrices, p, options, [&](const at::Tensor& stack, bool single) {
     if (stack.numel() == 0) {
       return matrices.to(work_type(matrices)).clone();
     }
-    auto root = solve(stack, p, options, /*keep_normalized_root=*/false).root;
+    auto root = solve(stack, p, options, /*keep_normalized_root=*/false, *workspace.scratch_).root;
     return single ? root.squeeze(0) : root;
   });
+}
+
+at::Tensor inverse_root(const at::Tensor& matrices, int64_t p, const InverseRootOptions& options) {
+  InverseRootWorkspace workspace;
+  return inverse_root(matrices, p, options, workspace);
 }
 
 InverseRootResult inverse_root_with_diagnostics(
@@ -137,7 +173,8 @@ InverseRootResult inverse_root_with_diagnostics(
       auto empty = at::empty({stack.size(0)}, stack.options().dtype(work_type(stack)));
       return InverseRootResult{matrices.to(work_type(matrices)).clone(), empty, empty.to(at::kBool)};
     }
-    auto solution = solve(stack, p, options, /*keep_normalized_root=*/true);
+    linalg::Scratch scratch;
+    auto solution = solve(stack, p, options, /*keep_normalized_root=*/true, scratch);
     // X^p (A + εI) − I, evaluated in normalised units where X̂^p Â has the same
     // value and no entry can overflow. Always in full precision: it is a check.
     auto power = solution.normalized_root;

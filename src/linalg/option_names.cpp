@@ -50,6 +50,7 @@ const NameTable<GraftingType> kGraftingTypes = {
     {"none", GraftingType::None},
 };
 const NameTable<Execution> kExecutions = {
+    {"auto", Execution::Auto},
     {"batched", Execution::Batched},
     {"sequential", Execution::Sequential},
 };

@@ -5,33 +5,51 @@
 // Each returns Â^{-1/p}; inverse_root() undoes the scaling with s^{-1/p}.
 // Working in normalised units keeps 16-bit matmuls in range for any input scale.
 //
-// All are pure functions of their arguments; all work on (N, b, b) stacks.
+// All are pure functions of their arguments and the few options each uses; all
+// work on (N, b, b) stacks. Stack-sized temporaries come from `scratch`; the
+// returned root lives in a scratch buffer too (free again once dropped).
 
 #include <dash/inverse_root.h>
+
+#include "linalg/scratch.h"
 
 #include <ATen/core/Tensor.h>
 
 namespace dash::linalg {
 
-/// eigh-based root with the options' eigenvalue heuristic. `epsilon` (N, 1, 1) is
+/// What the Newton-type iterations (CoupledNewton, NewtonDB) use.
+struct NewtonOptions {
+  int64_t steps = 10;
+  /// 0: always `steps`; > 0: stop once every residual is ≤ tolerance, checked
+  /// every `check_interval` steps (one host read-back per check).
+  double tolerance = 0.0;
+  int64_t check_interval = 4;
+  MatmulPrecision precision = MatmulPrecision::FP32;
+};
+
+/// What the Chebyshev method uses.
+struct ChebyshevOptions {
+  int64_t degree = 40;
+  double interval_min = 1e-3;
+  MatmulPrecision precision = MatmulPrecision::FP32;
+};
+
+/// eigh-based root with the given eigenvalue heuristic. `epsilon` (N, 1, 1) is
 /// the regularisation in normalised units (ε/s).
 at::Tensor eigen_root(
     const at::Tensor& normalized,
     const at::Tensor& epsilon,
     int64_t p,
-    const InverseRootOptions& options);
+    EigenHeuristic heuristic,
+    MatmulPrecision precision,
+    Scratch& scratch);
 
 /// Coupled Newton (Guo & Higham 2006, eq. 3.1–3.2; spec §5).
-at::Tensor coupled_newton_root(
-    const at::Tensor& normalized,
-    int64_t p,
-    const InverseRootOptions& options);
+at::Tensor coupled_newton_root(const at::Tensor& normalized, int64_t p, const NewtonOptions& options, Scratch& scratch);
 
 /// Newton–Denman–Beavers square-root passes (spec §5); p = 1 or a power of two.
-at::Tensor newton_db_root(
-    const at::Tensor& normalized,
-    int64_t p,
-    const InverseRootOptions& options);
+/// Takes the stack by value: its buffer is reused once the first step has read it.
+at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions& options, Scratch& scratch);
 
 /// Chebyshev interpolant of x^{-1/p} evaluated by Clenshaw's recurrence (spec §5).
 /// `epsilon` (N, 1, 1) is ε/s and bounds the fitted interval from below.
@@ -39,15 +57,19 @@ at::Tensor chebyshev_root(
     const at::Tensor& normalized,
     const at::Tensor& epsilon,
     int64_t p,
-    const InverseRootOptions& options);
+    const ChebyshevOptions& options,
+    Scratch& scratch);
+
+/// estimate_spectral_scale() (<dash/inverse_root.h>) with its temporaries from `scratch`.
+at::Tensor spectral_scale(const at::Tensor& matrices, const InverseRootOptions& options, Scratch& scratch);
 
 /// Early stop of the Newton solvers: true on the steps where the tolerance is to
-/// be checked (only when the options ask for a tolerance).
-bool is_tolerance_check_step(int64_t step, const InverseRootOptions& options);
+/// be checked (only when a tolerance is asked for).
+bool is_tolerance_check_step(int64_t step, double tolerance, int64_t check_interval);
 
-/// True when every matrix's residual (N,) is within the options' tolerance. This is
-/// the only host read-back of the iterative solvers, and it runs only on check steps.
-bool all_within_tolerance(const at::Tensor& residual, const InverseRootOptions& options);
+/// True when every matrix's residual (N,) is within `tolerance`. This is the only
+/// host read-back of the iterative solvers, and it runs only on check steps.
+bool all_within_tolerance(const at::Tensor& residual, double tolerance);
 
 /// ‖R‖_F / √b per matrix of a residual stack R (N, b, b) → (N,).
 at::Tensor relative_frobenius(const at::Tensor& residual);

@@ -3,6 +3,7 @@
 #include <dash/inverse_root.h>
 
 #include "linalg/batched_matmul.h"
+#include "linalg/solvers.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -38,13 +39,14 @@ at::Tensor hashed_start_vectors(int64_t b, int64_t v, const at::TensorOptions& o
 // start vectors at once as one (N, b, v) batched matmul (multi-vector power
 // iteration, DASH §3.3). ‖A v‖ with unit v never exceeds λ_max for symmetric A
 // and is at least the Rayleigh quotient, so it is the tighter lower bound.
-at::Tensor power_iteration_scale(const at::Tensor& a, int64_t vectors, const InverseRootOptions& options) {
+at::Tensor power_iteration_scale(
+    const at::Tensor& a, int64_t vectors, const InverseRootOptions& options, linalg::Scratch& scratch) {
   const auto tiny = std::numeric_limits<float>::min();
   auto v = hashed_start_vectors(a.size(-1), vectors, a.options());
   v = (v / at::linalg_vector_norm(v, 2, {0}, /*keepdim=*/true).clamp_min(tiny)).expand({a.size(0), -1, -1});
   at::Tensor norms;
   for (int64_t i = 0; i < options.power_iterations(); ++i) {
-    auto w = linalg::matmul(a, v, options.precision());
+    auto w = linalg::matmul(a, v, options.precision(), scratch);
     norms = at::linalg_vector_norm(w, 2, {1}, /*keepdim=*/true);
     // Clamped so that an all-zero block gives s = 0 rather than 0/0.
     v = w / norms.clamp_min(tiny);
@@ -54,7 +56,9 @@ at::Tensor power_iteration_scale(const at::Tensor& a, int64_t vectors, const Inv
 
 }  // namespace
 
-at::Tensor estimate_spectral_scale(const at::Tensor& matrices, const InverseRootOptions& options) {
+namespace linalg {
+
+at::Tensor spectral_scale(const at::Tensor& matrices, const InverseRootOptions& options, Scratch& scratch) {
   TORCH_CHECK(matrices.dim() == 2 || matrices.dim() == 3,
       "dash::estimate_spectral_scale: expected a (b, b) matrix or an (N, b, b) stack, got ",
       matrices.dim(), " dimensions");
@@ -64,22 +68,32 @@ at::Tensor estimate_spectral_scale(const at::Tensor& matrices, const InverseRoot
   auto a = single ? matrices.unsqueeze(0) : matrices;
   // Divide by the largest entry first: squares of entries above ~1e19 overflow
   // float32 in ‖A‖_F, and 16-bit power iteration needs entries near 1.
-  auto magnitude = a.abs().amax({1, 2}, /*keepdim=*/true).clamp_min(std::numeric_limits<float>::min());
-  auto unit = a / magnitude;
+  // max |a_ij| as max(max a, −min a): two reductions, no stack-sized |A|.
+  auto magnitude = at::maximum(a.amax({1, 2}, /*keepdim=*/true), a.amin({1, 2}, /*keepdim=*/true).neg())
+                       .clamp_min(std::numeric_limits<float>::min());
+  auto unit = scratch.empty_like(a);
+  at::div_out(unit, a, magnitude);
   at::Tensor relative;
   switch (options.scaling()) {
     case Scaling::Frobenius:
       relative = at::linalg_vector_norm(unit, 2, {1, 2}, /*keepdim=*/true);
       break;
     case Scaling::PowerIteration:
-      relative = power_iteration_scale(unit, 1, options);
+      relative = power_iteration_scale(unit, 1, options, scratch);
       break;
     case Scaling::MultiPowerIteration:
-      relative = power_iteration_scale(unit, options.power_vectors(), options);
+      relative = power_iteration_scale(unit, options.power_vectors(), options, scratch);
       break;
   }
   auto scale = relative * magnitude;
   return single ? scale.squeeze(0) : scale;
+}
+
+}  // namespace linalg
+
+at::Tensor estimate_spectral_scale(const at::Tensor& matrices, const InverseRootOptions& options) {
+  linalg::Scratch scratch;
+  return linalg::spectral_scale(matrices, options, scratch);
 }
 
 }  // namespace dash

@@ -106,18 +106,22 @@ DashDiagnostics Dash::diagnostics() const {
   DashDiagnostics result;
   for (size_t k = 0; k < engine_->factors.size(); ++k) {
     const auto& stack = engine_->plan.factor_stacks[k];
-    result.factor_stacks.push_back(
-        {stack.group, stack.size, stack.count, stack.root, engine_->factors[k].failures.item<int64_t>()});
+    const auto& state = engine_->factors[k];
+    const auto& options = static_cast<const DashOptions&>(param_groups_[stack.group].options());
+    result.factor_stacks.push_back({stack.group, stack.size, stack.count, stack.root, state.failures.item<int64_t>(),
+        options.execution() == Execution::Auto ? state.root_execution : options.execution(),
+        state.calibrated_batched_ms, state.calibrated_per_block_ms});
   }
   for (const auto& stack : engine_->plan.gradient_stacks) {
     result.block_stacks.push_back({stack.group, stack.rows, stack.cols, stack.count(), stack.one_sided});
   }
   result.skipped_steps = engine_->skipped_steps;
+  result.workspace_bytes = engine_->root_workspace.bytes();
   return result;
 }
 
 void Dash::profile_phases(bool enabled) {
-  engine_->profile.enable(enabled, engine_->params.empty() ? c10::Device(c10::kCPU) : engine_->params[0].device());
+  engine_->profile.enable(enabled);
 }
 
 std::map<std::string, double> Dash::phase_times_ms() const { return engine_->profile.totals_ms(); }
@@ -146,6 +150,11 @@ void Dash::save(torch::serialize::OutputArchive& archive) const {
   }
   for (size_t s = 0; s < engine_->stacks.size(); ++s) {
     archive.write("stack." + std::to_string(s) + ".host_steps", at::tensor(engine_->stacks[s].steps, at::kLong));
+  }
+  // Execution::Auto's choices, so that a resumed run computes its roots the same way.
+  for (size_t k = 0; k < engine_->factors.size(); ++k) {
+    archive.write("factor." + std::to_string(k) + ".root_execution",
+        c10::IValue(static_cast<int64_t>(engine_->factors[k].root_execution)));
   }
   for_each_state_tensor(*engine_, [&](const std::string& key, const at::Tensor& tensor) {
     if (tensor.defined()) archive.write(key, tensor, /*is_buffer=*/true);
@@ -198,6 +207,16 @@ void Dash::load(torch::serialize::InputArchive& archive) {
         "dash::Dash: corrupt checkpoint (stack ", s, " step counts)");
     auto values = host_steps.to(at::kLong).contiguous();
     engine->stacks[s].steps.assign(values.data_ptr<int64_t>(), values.data_ptr<int64_t>() + values.numel());
+  }
+  for (size_t k = 0; k < engine->factors.size(); ++k) {
+    c10::IValue choice;
+    if (!archive.try_read("factor." + std::to_string(k) + ".root_execution", choice)) continue;  // older checkpoint
+    const auto value = choice.toInt();
+    TORCH_CHECK(value >= 0 && value <= static_cast<int64_t>(Execution::Auto),
+        "dash::Dash: corrupt checkpoint (factor stack ", k, " root execution ", value, ")");
+    auto& state = engine->factors[k];
+    state.root_execution = static_cast<Execution>(value);
+    state.calibration_pending = state.root_execution == Execution::Auto;
   }
   for_each_state_tensor(*engine, [&](const std::string& key, at::Tensor& tensor) {
     if (!tensor.defined()) return;

@@ -8,6 +8,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 namespace dash::optim {
@@ -324,26 +325,89 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     auto part_roots = rows.take(state.roots);
     at::Tensor fresh;
     try {
-      fresh = inverse_root(part_factors, stack.root, options.root());
+      fresh = inverse_root(part_factors, stack.root, options.root(), root_workspace);
     } catch (const c10::Error& error) {
       TORCH_WARN("dash::Dash: inverse root of a ", stack.size, "×", stack.size,
           " factor stack failed; keeping the previous roots: ", error.what_without_backtrace());
       state.failures.add_(due_mask.defined() ? due_mask.sum() : at::full({}, part_factors.size(0), at::kLong));
       return;
     }
-    auto ok = at::isfinite(fresh).all(-1).all(-1);
+    // A root is finite exactly when its largest and smallest entries are.
+    auto ok = at::isfinite(fresh.amax({1, 2})) & at::isfinite(fresh.amin({1, 2}));
     if (due_mask.defined()) ok = ok & due_mask;
     auto failed = due_mask.defined() ? (due_mask & ~ok) : ~ok;
     state.failures.add_(failed.sum());
     at::where_out(part_roots, ok.view({-1, 1, 1}), fresh, part_roots);
   };
-  if (options.execution() == Execution::Sequential) {
+  auto one_at_a_time = [&] {
     for (int64_t i = 0; i < stack.count; ++i) {
       if (due[i]) refresh(Rows::range(i, 1), at::Tensor());
     }
-  } else {
+  };
+  auto batched = [&] {
     refresh(Rows::all(stack.count), due_count == stack.count ? at::Tensor() : bool_mask(due, state.factors.device()));
+  };
+  auto execution = options.execution() == Execution::Auto ? state.root_execution : options.execution();
+  if (execution == Execution::Auto && state.calibration_pending) {
+    // The first computation fills the solvers' workspace; the second is timed.
+    state.calibration_pending = false;
+    execution = Execution::Batched;
   }
+  switch (execution) {
+    case Execution::Sequential:
+      one_at_a_time();
+      break;
+    case Execution::Batched:
+      batched();
+      break;
+    case Execution::Auto:
+      calibrate_root_execution(k, options, due, batched);
+      break;
+  }
+}
+
+// Execution::Auto, once per factor stack: this root computation runs batched and
+// is timed; then the roots of a few due blocks are computed one at a time, timed
+// and discarded. One block at a time is kept if, extrapolated to all due blocks,
+// it is at least 10 % faster (batching is the default the margin leans to). The
+// clock needs the device to have finished, so this reads a value back, once.
+void Engine::calibrate_root_execution(
+    size_t k, const DashOptions& options, const std::vector<bool>& due, const std::function<void()>& batched) {
+  const auto& stack = plan.factor_stacks[k];
+  auto& state = factors[k];
+  auto wait_for = [](const at::Tensor& t) {
+    if (!t.is_cpu()) (void)t.flatten()[0].item<float>();
+  };
+  using clock = std::chrono::steady_clock;
+  auto elapsed_ms = [](clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(clock::now() - start).count();
+  };
+  wait_for(state.roots);
+  auto start = clock::now();
+  batched();
+  wait_for(state.roots);
+  state.calibrated_batched_ms = elapsed_ms(start);
+
+  constexpr int64_t kSample = 8;
+  std::vector<int64_t> sample;
+  for (int64_t i = 0; i < stack.count && static_cast<int64_t>(sample.size()) < kSample; ++i) {
+    if (due[i]) sample.push_back(i);
+  }
+  start = clock::now();
+  at::Tensor root;
+  for (auto i : sample) {
+    try {
+      root = inverse_root(state.factors.narrow(0, i, 1), stack.root, options.root(), root_workspace);
+    } catch (const c10::Error&) {
+      // Counted (and warned about) by the batched computation already.
+    }
+  }
+  if (root.defined()) wait_for(root);
+  const auto due_count = std::count(due.begin(), due.end(), true);
+  state.calibrated_per_block_ms =
+      elapsed_ms(start) * static_cast<double>(due_count) / static_cast<double>(sample.size());
+  state.root_execution = state.calibrated_per_block_ms * 1.1 < state.calibrated_batched_ms ? Execution::Sequential
+                                                                                          : Execution::Batched;
 }
 
 // Steps 5–8 of spec §4 for the chosen blocks; leaves lr · P in state.update.
@@ -365,22 +429,24 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   for (auto b : rows.blocks()) started.push_back(state.steps[b] >= options.start_step());
   const auto started_count = std::count(started.begin(), started.end(), true);
 
-  ScopedPhase phase(profile, Phase::Preconditioning);
   at::Tensor direction = work.graft;
-  if (started_count > 0) {
-    auto root_part = [&](int64_t factor_stack, int64_t offset) {
-      return factor_stack < 0 ? at::Tensor()
-                              : rows.take(factors[factor_stack].roots.narrow(0, offset, stack.count()));
-    };
-    auto preconditioned = preconditioned_direction(work, root_part(stack.left_stack, stack.left_offset),
-        root_part(stack.right_stack, stack.right_offset), options.grafting());
-    direction = started_count == static_cast<int64_t>(started.size())
-        ? preconditioned
-        : at::where(bool_mask(started, grad.device()).view({-1, 1, 1}), preconditioned, work.graft);
+  {
+    ScopedPhase phase(profile, Phase::Preconditioning);
+    if (started_count > 0) {
+      auto root_part = [&](int64_t factor_stack, int64_t offset) {
+        return factor_stack < 0 ? at::Tensor()
+                                : rows.take(factors[factor_stack].roots.narrow(0, offset, stack.count()));
+      };
+      auto preconditioned = preconditioned_direction(work, root_part(stack.left_stack, stack.left_offset),
+          root_part(stack.right_stack, stack.right_offset), options.grafting());
+      direction = started_count == static_cast<int64_t>(started.size())
+          ? preconditioned
+          : at::where(bool_mask(started, grad.device()).view({-1, 1, 1}), preconditioned, work.graft);
+    }
+    direction = apply_momentum(direction, moments, hyper);
+    put(state.moments, moments, rows);
+    direction.mul_(options.lr());
   }
-  direction = apply_momentum(direction, moments, hyper);
-  put(state.moments, moments, rows);
-  direction.mul_(options.lr());
   if (rows.everything()) {
     state.update = direction;
     return;

@@ -11,6 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -59,6 +60,11 @@ struct FactorStackState {
   at::Tensor factors;   ///< (N, b, b)
   at::Tensor roots;     ///< (N, b, b); identity until a root is first computed
   at::Tensor failures;  ///< () int64: roots kept because the new one failed
+  /// Execution::Auto's choice for this stack's roots (Auto: not yet timed).
+  Execution root_execution = Execution::Auto;
+  bool calibration_pending = true;  ///< Auto: the first root computation is not timed
+  double calibrated_batched_ms = 0.0;
+  double calibrated_per_block_ms = 0.0;
 };
 
 struct AdamWSegmentState {
@@ -92,6 +98,9 @@ class Engine {
   int64_t steps_taken = 0;
   int64_t skipped_steps = 0;
   PhaseProfile profile;
+  /// The root solvers' temporaries, shared by all factor stacks (one is solved at
+  /// a time) and kept across steps: not state, not saved.
+  InverseRootWorkspace root_workspace;
 
  private:
   struct StepContext;
@@ -101,6 +110,8 @@ class Engine {
   at::Tensor gradient_blocks(size_t stack, const Rows& rows);
   void update_factors(StepContext& context, size_t stack, const Rows& rows);
   void refresh_roots(StepContext& context, size_t factor_stack);
+  void calibrate_root_execution(size_t factor_stack, const DashOptions& options, const std::vector<bool>& due,
+      const std::function<void()>& batched);
   void write_direction(StepContext& context, size_t stack, const Rows& rows);
   void update_adamw_segment(StepContext& context, size_t segment);
   void decay_weights(StepContext& context);

@@ -1,32 +1,30 @@
 #include "optim/phase_profile.h"
 
-#include <ATen/ATen.h>
-
 namespace dash::optim {
+namespace {
+
+// Scope names: static strings, as RecordFunction keeps the pointer.
+const char* const kScopeNames[] = {"dash::copies", "dash::factors", "dash::roots", "dash::grafting",
+    "dash::preconditioning", "dash::communication"};
+
+}  // namespace
+
+const char* phase_name(Phase phase) { return kScopeNames[static_cast<size_t>(phase)] + 6; }
 
 std::map<std::string, double> PhaseProfile::totals_ms() const {
-  static const char* const names[] = {"copies", "factors", "roots", "grafting", "preconditioning", "communication"};
   std::map<std::string, double> result;
-  for (size_t i = 0; i < totals_ms_.size(); ++i) result[names[i]] = totals_ms_[i];
+  for (size_t i = 0; i < totals_ms_.size(); ++i) result[phase_name(static_cast<Phase>(i))] = totals_ms_[i];
   return result;
 }
 
-void PhaseProfile::synchronize() const {
-  // A read-back of a value produced after the queued work waits for all of it, on
-  // every backend alike.
-  if (!device_.is_cpu()) (void)at::zeros({1}, at::TensorOptions().device(device_)).item<float>();
-}
-
-ScopedPhase::ScopedPhase(PhaseProfile& profile, Phase phase) : profile_(profile), phase_(phase) {
-  if (profile_.enabled()) {
-    profile_.synchronize();
-    start_ = std::chrono::steady_clock::now();
-  }
+ScopedPhase::ScopedPhase(PhaseProfile& profile, Phase phase)
+    : profile_(profile), phase_(phase), scope_(at::RecordScope::USER_SCOPE) {
+  if (scope_.isActive()) scope_.before(kScopeNames[static_cast<size_t>(phase)]);
+  if (profile_.enabled()) start_ = std::chrono::steady_clock::now();
 }
 
 ScopedPhase::~ScopedPhase() {
   if (profile_.enabled()) {
-    profile_.synchronize();
     profile_.add(phase_, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count());
   }
 }

@@ -7,9 +7,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dash::bench {
 namespace {
@@ -20,27 +23,61 @@ nlohmann::json read_json(const std::string& path) {
   return nlohmann::json::parse(file);
 }
 
+// The non-root matmul FLOPs of the smoke model at B = 8, counted here from the
+// parameter shapes (independently of the optimizer's stacks): 2·r·c·(r + c) per
+// block for the factor updates, the same again for L̄ Ĝ R̄.
+double smoke_factor_flops() {
+  const std::vector<std::pair<int64_t, int64_t>> matrices = {{40, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16},
+      {24, 16}, {24, 16}, {16, 24}, {40, 16}};
+  double flops = 0.0;
+  for (const auto& [rows, cols] : matrices) {
+    for (int64_t row = 0; row < rows; row += 8) {
+      for (int64_t col = 0; col < cols; col += 8) {
+        const double r = static_cast<double>(std::min<int64_t>(8, rows - row));
+        const double c = static_cast<double>(std::min<int64_t>(8, cols - col));
+        flops += 2.0 * r * c * (r + c);
+      }
+    }
+  }
+  return flops;
+}
+
 TEST(BenchSmoke, StepBenchWritesEveryConfiguration) {
   const auto path = ::testing::TempDir() + "dash_step_bench.json";
   ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "1,10", "--methods", "evd,ndb",
-                "--scalings", "fro,multi-pi", "--precisions", "fp32,bf16", "--profile", "1", "--json", path}),
+                "--scalings", "fro,multi-pi", "--precisions", "fp32,bf16", "--executions", "batched,auto",
+                "--profile", "1", "--json", path}),
       0);
   auto report = read_json(path);
   std::set<std::string> labels;
-  for (const auto& row : report["rows"]) {
-    labels.insert(row["configuration"].get<std::string>());
-    EXPECT_GT(row["mean_ms"].get<double>(), 0.0);
-    EXPECT_GT(row["state_bytes"].get<int64_t>(), 0);
-  }
-  // adamw, sequential, evd × 2 precisions, ndb × 2 scalings × 2 precisions.
-  EXPECT_EQ(labels.size(), 8u);
-  EXPECT_EQ(report["rows"].size(), 16u);  // both frequencies
+  for (const auto& row : report["rows"]) labels.insert(row["configuration"].get<std::string>());
+  // adamw, sequential, evd × 2 precisions × 2 executions, ndb × 2 scalings × 2 precisions × 2 executions.
+  EXPECT_EQ(labels.size(), 14u);
+  EXPECT_EQ(report["rows"].size(), 28u);  // both frequencies
   EXPECT_TRUE(labels.count("sequential evd fp32"));
   EXPECT_TRUE(labels.count("batched ndb multi-pi bf16"));
+  EXPECT_TRUE(labels.count("auto evd - fp32"));
   for (const auto& row : report["rows"]) {
-    if (row["configuration"] == "adamw") continue;
-    EXPECT_GT(row["flops_per_step"].get<double>(), 0.0);
-    EXPECT_FALSE(row["phases_ms"].empty());
+    const auto label = row["configuration"].get<std::string>();
+    EXPECT_GT(row["state_bytes"].get<int64_t>(), 0) << label;
+    if (label == "adamw") continue;
+    EXPECT_NEAR(row["factor_flops"].get<double>(), smoke_factor_flops(), 0.5) << label;
+    EXPECT_EQ(row["preconditioning_flops"].get<double>(), row["factor_flops"].get<double>()) << label;
+    // Amortised FLOPs add the roots to the non-root matmuls.
+    EXPECT_GT(row["flops_per_step"].get<double>(), 2.0 * smoke_factor_flops()) << label;
+    EXPECT_GT(row["ceiling_gflops"].get<double>(), 0.0) << label;
+    EXPECT_NEAR(row["floor_ms"].get<double>(),
+        2.0 * smoke_factor_flops() / (row["ceiling_gflops"].get<double>() * 1e6), 1e-9) << label;
+    const auto frequency = row["frequency"].get<int64_t>();
+    // f = 1: every step computes roots; f = 10: one timed step in ten does.
+    EXPECT_EQ(row["non_root_median_ms"].get<double>() > 0.0, frequency == 10) << label;
+    EXPECT_GT(row["root_step_ms"].get<double>(), 0.0) << label;
+    EXPECT_EQ(row["root_choices"].get<std::string>().empty(), label.rfind("auto", 0) != 0) << label;
+    std::set<std::string> phases;
+    for (const auto& [phase, ms] : row["phases_ms"].items()) phases.insert(phase);
+    EXPECT_EQ(phases, (std::set<std::string>{"communication", "copies", "factors", "grafting", "preconditioning",
+                          "roots"})) << label;
+    EXPECT_GT(row["phases_ms"]["roots"].get<double>(), 0.0) << label;
   }
 }
 

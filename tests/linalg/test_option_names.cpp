@@ -25,7 +25,7 @@ TEST(OptionNames, RoundTripAndAliases) {
            GraftingType::None}) {
     EXPECT_EQ(parse_grafting_type(to_string(g)), g);
   }
-  for (auto e : {Execution::Batched, Execution::Sequential}) EXPECT_EQ(parse_execution(to_string(e)), e);
+  for (auto e : {Execution::Auto, Execution::Batched, Execution::Sequential}) EXPECT_EQ(parse_execution(to_string(e)), e);
   for (auto c : {CommunicationDtype::FP32, CommunicationDtype::BF16, CommunicationDtype::FP16}) {
     EXPECT_EQ(parse_communication_dtype(to_string(c)), c);
   }

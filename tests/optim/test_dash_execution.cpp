@@ -7,6 +7,10 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
+#include <torch/serialize/archive.h>
+
+#include <iostream>
+#include <sstream>
 
 namespace dash {
 namespace {
@@ -48,6 +52,61 @@ TEST_P(ExecutionModes, SequentialEqualsBatchedAfter20Steps) {
     EXPECT_LE((batched[i] - sequential[i]).abs().max().item<double>() / scale, 1e-5) << "parameter " << i;
     EXPECT_TRUE(at::isfinite(batched[i]).all().item<bool>());
   }
+}
+
+// Execution::Auto times each factor stack's roots at its second root computation
+// and keeps the faster way; on a CPU both ways give bitwise the same roots, so the
+// parameters equal a batched run's exactly, whatever it chose. The choice is in
+// diagnostics() and survives a checkpoint.
+TEST(ExecutionAuto, ChoosesPerStackAndMatchesBatchedBitwise) {
+  auto options = DashOptions(0.02).block_size(4).start_step(2).root_frequency(3)
+      .root(InverseRootOptions().method(RootMethod::NewtonDB).epsilon(1e-6));
+  ASSERT_EQ(DashOptions().execution(), Execution::Auto) << "the default";
+  auto generator = at::detail::createCPUGenerator(5);
+  std::vector<at::Tensor> params = {at::randn({10, 6}, generator), at::randn({8, 8}, generator)};
+  std::vector<at::Tensor> twins;
+  for (auto& p : params) {
+    p.set_requires_grad(true);
+    twins.push_back(p.detach().clone().set_requires_grad(true));
+  }
+  Dash automatic(params, DashOptions(options).execution(Execution::Auto));
+  Dash batched(twins, DashOptions(options).execution(Execution::Batched));
+  auto step_both = [&] {
+    for (size_t i = 0; i < params.size(); ++i) {
+      auto grad = at::randn(params[i].sizes(), generator);
+      params[i].mutable_grad() = grad;
+      twins[i].mutable_grad() = grad.clone();
+    }
+    automatic.step();
+    batched.step();
+  };
+  for (int t = 0; t < 2; ++t) step_both();  // one root computation: not timed yet
+  for (const auto& stack : automatic.diagnostics().factor_stacks) EXPECT_EQ(stack.execution, Execution::Auto);
+  for (int t = 0; t < 6; ++t) step_both();  // two more root computations
+  for (const auto& stack : automatic.diagnostics().factor_stacks) {
+    EXPECT_TRUE(stack.execution == Execution::Batched || stack.execution == Execution::Sequential);
+    EXPECT_GT(stack.calibrated_batched_ms, 0.0);
+    EXPECT_GT(stack.calibrated_per_block_ms, 0.0);
+    const bool per_block_faster = stack.calibrated_per_block_ms * 1.1 < stack.calibrated_batched_ms;
+    EXPECT_EQ(stack.execution, per_block_faster ? Execution::Sequential : Execution::Batched);
+    std::cout << "factor stack " << stack.size << "x" << stack.size << " (" << stack.count << "): "
+              << to_string(stack.execution) << ", batched " << stack.calibrated_batched_ms << " ms, per block "
+              << stack.calibrated_per_block_ms << " ms\n";
+  }
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(at::equal(params[i], twins[i])) << "parameter " << i;
+  // The choices are saved: a copy loaded from a checkpoint reports them without timing again.
+  torch::serialize::OutputArchive archive;
+  automatic.save(archive);
+  std::stringstream stream;
+  archive.save_to(stream);
+  torch::serialize::InputArchive loaded_archive;
+  loaded_archive.load_from(stream);
+  Dash restored(params, DashOptions(options).execution(Execution::Auto));
+  restored.load(loaded_archive);
+  const auto before = automatic.diagnostics().factor_stacks;
+  const auto after = restored.diagnostics().factor_stacks;
+  ASSERT_EQ(before.size(), after.size());
+  for (size_t k = 0; k < before.size(); ++k) EXPECT_EQ(after[k].execution, before[k].execution) << "stack " << k;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllMethods, ExecutionModes,

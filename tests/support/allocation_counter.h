@@ -1,0 +1,59 @@
+#pragma once
+
+// Counts the tensor memory allocations made on this thread while a
+// CountAllocations object lives. It hooks into c10's memory-reporting interface
+// (what the profiler's profile_memory uses), which the CPU allocator and CUDA's
+// caching allocator both call, so it counts on every backend without replacing
+// any allocator. Frees are reported with a negative size and not counted.
+
+#include <c10/core/Allocator.h>
+#include <c10/util/ThreadLocalDebugInfo.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+
+namespace dash::testing {
+
+class AllocationReporter : public c10::MemoryReportingInfoBase {
+ public:
+  explicit AllocationReporter(int64_t large_bytes) : large_bytes_(large_bytes) {}
+
+  int64_t count = 0;
+  int64_t bytes = 0;
+  int64_t largest = 0;
+  int64_t large = 0;  ///< allocations of at least large_bytes
+
+  // LibTorch 1.x passes the totals as int64_t, 2.x as size_t; whichever the base
+  // class declares is overridden, the other is an unused overload.
+  void reportMemoryUsage(void*, int64_t size, int64_t, int64_t, c10::Device) { record(size); }
+  void reportMemoryUsage(void*, int64_t size, size_t, size_t, c10::Device) { record(size); }
+  bool memoryProfilingEnabled() const override { return true; }
+
+ private:
+  void record(int64_t size) {
+    if (size <= 0) return;
+    if (size >= large_bytes_) ++large;
+    ++count;
+    bytes += size;
+    largest = std::max(largest, size);
+  }
+
+  int64_t large_bytes_;
+};
+
+/// While alive, allocations on this thread are counted in reporter(); those of at
+/// least `large_bytes` also in reporter().large.
+class CountAllocations {
+ public:
+  explicit CountAllocations(int64_t large_bytes = 1)
+      : reporter_(std::make_shared<AllocationReporter>(large_bytes)),
+        guard_(c10::DebugInfoKind::PROFILER_STATE, reporter_) {}
+  const AllocationReporter& reporter() const { return *reporter_; }
+
+ private:
+  std::shared_ptr<AllocationReporter> reporter_;
+  c10::DebugInfoGuard guard_;
+};
+
+}  // namespace dash::testing
