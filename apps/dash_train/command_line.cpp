@@ -96,7 +96,7 @@ std::string usage() {
          "  dash-train compare [--runs RUNS.json] [--seeds 1,2,3] [--lrs 1e-3,3e-3] [--KEY VALUE]...\n\n"
          "compare runs each configuration of RUNS.json (an array of {\"name\": ..., KEY: VALUE...}; default:\n"
          "AdamW, DASH-EVD, DASH-NDB-Frobenius, DASH-NDB-power-iteration, DASH-CN) on the same data and seeds,\n"
-         "prints a table and writes OUT_DIR/{summary.md,summary.json,validation_loss.png}.\n\n"
+         "prints a table and writes OUT_DIR/{summary.md,summary.json,validation_loss.png,validation_loss_time.png}.\n\n"
          "Keys (config file: the same names as JSON keys):\n" +
          config_keys_help();
 }

@@ -74,21 +74,39 @@ std::vector<Variant> variants(const CompareOptions& options) {
   return result;
 }
 
+// Validation losses of one run at one step, over its seeds, and the training time
+// each seed had taken to get there.
+struct CurvePoint {
+  std::vector<double> losses;
+  std::vector<double> train_seconds;
+};
+
+// Two plots of the same curves.dat (columns: step, mean loss, mean training
+// seconds): loss against steps, and loss against wall-clock training time, which
+// is how the paper's "same quality in less time" shows.
 void write_plot(const std::string& out_dir, const std::vector<CompareRow>& rows,
-                const std::vector<std::map<int64_t, std::vector<double>>>& curves, const std::string& gnuplot) {
+                const std::vector<std::map<int64_t, CurvePoint>>& curves, const std::string& gnuplot) {
   std::ofstream data(out_dir + "/curves.dat");
   std::ofstream script(out_dir + "/validation_loss.gp");
-  script << "set terminal pngcairo size 900,600\nset output '" << out_dir << "/validation_loss.png'\n"
-         << "set title 'dash-train: validation loss (mean over seeds)'\nset xlabel 'step'\n"
-         << "set ylabel 'validation loss (nats per byte)'\nset key top right\nset grid\nplot ";
+  auto add_plot = [&](const std::string& png, const std::string& x_label, int x_column) {
+    script << "set output '" << out_dir << "/" << png << "'\nset xlabel '" << x_label << "'\nplot ";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      script << (i ? ", \\\n     " : "") << "'" << out_dir << "/curves.dat' index " << i << " using " << x_column
+             << ":2 with linespoints title '" << rows[i].name << "'";
+    }
+    script << '\n';
+  };
+  script << "set terminal pngcairo size 900,600\nset title 'dash-train: validation loss (mean over seeds)'\n"
+         << "set ylabel 'validation loss (nats per byte)'\nset key top right\nset grid\n";
+  add_plot("validation_loss.png", "step", 1);
+  add_plot("validation_loss_time.png", "training time, s (forward, backward and optimizer; no validation)", 3);
   for (size_t i = 0; i < rows.size(); ++i) {
     data << "# " << rows[i].name << "\n";
-    for (const auto& [step, losses] : curves[i]) data << step << ' ' << statistics(losses).mean << '\n';
+    for (const auto& [step, point] : curves[i]) {
+      data << step << ' ' << statistics(point.losses).mean << ' ' << statistics(point.train_seconds).mean << '\n';
+    }
     data << "\n\n";
-    script << (i ? ", \\\n     " : "") << "'" << out_dir << "/curves.dat' index " << i
-           << " using 1:2 with linespoints title '" << rows[i].name << "'";
   }
-  script << '\n';
   data.close();
   script.close();
   const std::string command = "command -v " + gnuplot + " >/dev/null 2>&1";
@@ -125,7 +143,7 @@ std::vector<CompareRow> run_comparison(const CompareOptions& options) {
   std::filesystem::create_directories(out_dir);
 
   std::vector<CompareRow> rows;
-  std::vector<std::map<int64_t, std::vector<double>>> curves;
+  std::vector<std::map<int64_t, CurvePoint>> curves;
   const size_t total = runs.size() * options.seeds.size();
   size_t index = 0;
   for (const auto& run : runs) {
@@ -133,7 +151,7 @@ std::vector<CompareRow> run_comparison(const CompareOptions& options) {
     row.name = run.name;
     row.lr = run.lr;
     std::vector<double> losses, perplexities, optimizer_ms, step_ms, tokens_per_second;
-    std::map<int64_t, std::vector<double>> curve;
+    std::map<int64_t, CurvePoint> curve;
     for (const int64_t seed : options.seeds) {
       TrainConfig config = options.base;
       apply_json(config, run.keys, "run '" + run.name + "'");
@@ -147,7 +165,10 @@ std::vector<CompareRow> run_comparison(const CompareOptions& options) {
       optimizer_ms.push_back(result.optimizer_ms);
       step_ms.push_back(result.forward_ms + result.backward_ms + result.optimizer_ms);
       tokens_per_second.push_back(result.tokens_per_second);
-      for (const auto& point : result.validation) curve[point.step].push_back(point.loss);
+      for (const auto& point : result.validation) {
+        curve[point.step].losses.push_back(point.loss);
+        curve[point.step].train_seconds.push_back(point.train_seconds);
+      }
       std::cerr << "    validation loss " << result.final_validation_loss << ", perplexity "
                 << std::exp(result.final_validation_loss) << ", optimizer step " << result.optimizer_ms << " ms\n";
     }

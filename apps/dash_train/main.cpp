@@ -85,7 +85,7 @@ int compare(const dash_train::CommandLine& line) {
   }
   const auto rows = dash_train::run_comparison(options);
   std::cout << dash_train::comparison_table(rows) << "written: " << options.base.out_dir
-            << "/{summary.md,summary.json,validation_loss.png}\n";
+            << "/{summary.md,summary.json,validation_loss.png,validation_loss_time.png}\n";
   return 0;
 }
 

@@ -104,7 +104,8 @@ TrainResult Trainer::run() {
         std::vector<std::string>{"step", "lr", "loss", "tokens_per_s", "forward_ms", "backward_ms", "optimizer_ms"},
         resume_step);
     validation_log = std::make_unique<CsvLog>(run_dir() + "/validation.csv",
-                                              std::vector<std::string>{"step", "tokens", "loss", "perplexity"},
+                                              std::vector<std::string>{"step", "tokens", "loss", "perplexity",
+                                                                       "train_seconds"},
                                               resume_step);
   }
   ProgressDisplay display(config_.steps, config_.log_every, config_.progress && is_main_process());
@@ -113,10 +114,10 @@ TrainResult Trainer::run() {
   auto record_validation = [&](int64_t step) {
     if (!is_main_process()) return;  // the parameters are the same on every rank
     const double loss = evaluate();
-    progress_.validation.push_back({step, step * tokens_per_step, loss});
+    progress_.validation.push_back({step, step * tokens_per_step, loss, progress_.train_seconds});
     if (validation_log) {
       validation_log->write({std::to_string(step), std::to_string(step * tokens_per_step), number(loss),
-                             number(std::exp(loss))});
+                             number(std::exp(loss)), number(progress_.train_seconds)});
     }
     display.message("step " + std::to_string(step) + ": validation loss " + number(loss) + " (perplexity " +
                     number(std::exp(loss)) + " per byte)");
@@ -158,6 +159,7 @@ TrainResult Trainer::run() {
     TORCH_CHECK(std::isfinite(loss_value), "dash-train: the training loss became ", loss_value, " at step ", step + 1,
                 " (lr ", lr, "); lower lr or raise clip/regularisation");
     const double step_seconds = elapsed_ms(step_start) / 1000.0;
+    progress_.train_seconds += step_seconds;
     step_seconds_ema = step == first_step ? step_seconds : 0.9 * step_seconds_ema + 0.1 * step_seconds;
     const double tokens_per_second = static_cast<double>(tokens_per_step) / step_seconds;
     result.forward_ms += forward_ms;

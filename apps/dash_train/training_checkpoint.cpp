@@ -19,13 +19,14 @@ nlohmann::json compatibility_values(const TrainConfig& config) {
 }
 
 at::Tensor validation_table(const std::vector<ValidationPoint>& points) {
-  auto table = at::empty({static_cast<int64_t>(points.size()), 3}, at::kDouble);
+  auto table = at::empty({static_cast<int64_t>(points.size()), 4}, at::kDouble);
   auto rows = table.accessor<double, 2>();
   for (size_t i = 0; i < points.size(); ++i) {
     const auto row = static_cast<int64_t>(i);
     rows[row][0] = static_cast<double>(points[i].step);
     rows[row][1] = static_cast<double>(points[i].tokens);
     rows[row][2] = points[i].loss;
+    rows[row][3] = points[i].train_seconds;
   }
   return table;
 }
@@ -34,7 +35,9 @@ std::vector<ValidationPoint> validation_points(const at::Tensor& table) {
   std::vector<ValidationPoint> points;
   const auto rows = table.accessor<double, 2>();
   for (int64_t i = 0; i < table.size(0); ++i) {
-    points.push_back({static_cast<int64_t>(rows[i][0]), static_cast<int64_t>(rows[i][1]), rows[i][2]});
+    // Checkpoints before training time was recorded have three columns.
+    const double seconds = table.size(1) > 3 ? rows[i][3] : 0.0;
+    points.push_back({static_cast<int64_t>(rows[i][0]), static_cast<int64_t>(rows[i][1]), rows[i][2], seconds});
   }
   return points;
 }
@@ -46,6 +49,7 @@ void save_training_checkpoint(const std::string& path, const TrainConfig& config
   torch::serialize::OutputArchive archive;
   archive.write("config", c10::IValue(compatibility_values(config).dump()));
   archive.write("step", c10::IValue(progress.step));
+  archive.write("train_seconds", c10::IValue(progress.train_seconds));
   archive.write("validation", validation_table(progress.validation));
   torch::serialize::OutputArchive model_archive;
   model.save(model_archive);
@@ -75,6 +79,8 @@ CheckpointProgress load_training_checkpoint(const std::string& path, const Train
   }
   c10::IValue step;
   archive.read("step", step);
+  c10::IValue train_seconds(0.0);
+  (void)archive.try_read("train_seconds", train_seconds);
   at::Tensor validation;
   archive.read("validation", validation);
   validation = validation.cpu();
@@ -84,7 +90,7 @@ CheckpointProgress load_training_checkpoint(const std::string& path, const Train
   torch::serialize::InputArchive optimizer_archive;
   archive.read("optimizer", optimizer_archive);
   optimizer.load(optimizer_archive);
-  return {step.toInt(), validation_points(validation)};
+  return {step.toInt(), train_seconds.toDouble(), validation_points(validation)};
 }
 
 }  // namespace dash_train

@@ -18,10 +18,12 @@ struct ValidationPoint {
   int64_t step = 0;
   int64_t tokens = 0;  ///< training tokens seen, all ranks
   double loss = 0.0;   ///< mean cross-entropy, nats per byte
+  double train_seconds = 0.0;  ///< wall-clock time of the training steps so far (not validation, not checkpoints)
 };
 
 struct CheckpointProgress {
   int64_t step = 0;  ///< steps completed
+  double train_seconds = 0.0;  ///< wall-clock time of those steps
   std::vector<ValidationPoint> validation;
 };
 

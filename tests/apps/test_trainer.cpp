@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace dash_train {
 namespace {
@@ -141,8 +142,17 @@ TEST(Compare, RunsEachConfigurationPerSeedAndWritesTheTableAndPlot) {
   std::ifstream curves(out.path() + "/curves.dat");
   std::string contents((std::istreambuf_iterator<char>(curves)), std::istreambuf_iterator<char>());
   EXPECT_THAT(contents, HasSubstr("# d\n3 "));
+  // Each curve point is "step loss seconds", and training time grows with the step.
+  std::istringstream lines(contents.substr(contents.find("# d\n") + 4));
+  double step3 = 0, loss3 = 0, seconds3 = 0, step6 = 0, loss6 = 0, seconds6 = 0;
+  lines >> step3 >> loss3 >> seconds3 >> step6 >> loss6 >> seconds6;
+  EXPECT_EQ(step3, 3);
+  EXPECT_EQ(step6, 6);
+  EXPECT_GT(seconds3, 0.0);
+  EXPECT_GT(seconds6, seconds3);
   if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
     EXPECT_GT(std::filesystem::file_size(out.path() + "/validation_loss.png"), 1000u);
+    EXPECT_GT(std::filesystem::file_size(out.path() + "/validation_loss_time.png"), 1000u);
   }
   // A run may not change what all runs share.
   options.runs = nlohmann::json::parse(R"([{"name": "x", "seed": 4}])");
