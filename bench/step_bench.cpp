@@ -23,6 +23,7 @@
 #include <iostream>
 #include <memory>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 
 namespace dash::bench {
@@ -196,10 +197,27 @@ std::vector<Measurement> measure_all(const std::vector<Configuration>& configs, 
   }
   std::vector<Run> runs;
   for (const auto& config : configs) runs.push_back(start_run(config, model, device, seed));
+  // The ceiling is measured in every round too (once per precision in use) and the
+  // best is kept for all configurations alike: a floor taken in one slow moment
+  // would make that configuration alone look close to it.
+  std::map<MatmulPrecision, double> best_ceiling;
   for (int i = 0; i < warmup + steps; ++i) {
     for (auto& run : runs) step_run(run, i >= warmup);
+    std::set<MatmulPrecision> measured;
+    for (auto& run : runs) {
+      const auto precision = run.config.options.root().precision();
+      if (run.config.adamw || !measured.insert(precision).second) continue;
+      auto& best = best_ceiling[precision];
+      best = std::max(best, stack_ceiling(static_cast<Dash&>(*run.optimizer), precision, device));
+    }
   }
-  for (auto& run : runs) results.push_back(finish_run(run, device, steps, profile));
+  for (auto& run : runs) {
+    results.push_back(finish_run(run, device, steps, profile));
+    if (!run.config.adamw) {
+      auto& ceiling = results.back().ceiling_gflops;
+      ceiling = std::max(ceiling, best_ceiling[run.config.options.root().precision()]);
+    }
+  }
   return results;
 }
 
