@@ -5,12 +5,19 @@
 // (what the profiler's profile_memory uses), which the CPU allocator and CUDA's
 // caching allocator both call, so it counts on every backend without replacing
 // any allocator. Frees are reported with a negative size and not counted.
+//
+// Allocations made inside a batched matmul kernel (aten::bmm, aten::baddbmm) are
+// the backend's own — LibTorch's CPU bf16 bmm (oneDNN) takes a scratch per call —
+// and are counted apart, in `in_matmul`, so that a test can hold dash's code to
+// "no allocation" whatever the backend does.
 
+#include <ATen/record_function.h>
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 
 namespace dash::testing {
@@ -23,6 +30,8 @@ class AllocationReporter : public c10::MemoryReportingInfoBase {
   int64_t bytes = 0;
   int64_t largest = 0;
   int64_t large = 0;  ///< allocations of at least large_bytes
+  int64_t in_matmul = 0;  ///< inside a bmm/baddbmm kernel; not in the counts above
+  int matmul_depth = 0;
 
   // LibTorch 1.x passes the totals as int64_t, 2.x as size_t; whichever the base
   // class declares is overridden, the other is an unused overload.
@@ -33,6 +42,10 @@ class AllocationReporter : public c10::MemoryReportingInfoBase {
  private:
   void record(int64_t size) {
     if (size <= 0) return;
+    if (matmul_depth > 0) {
+      ++in_matmul;
+      return;
+    }
     if (size >= large_bytes_) ++large;
     ++count;
     bytes += size;
@@ -48,12 +61,39 @@ class CountAllocations {
  public:
   explicit CountAllocations(int64_t large_bytes = 1)
       : reporter_(std::make_shared<AllocationReporter>(large_bytes)),
-        guard_(c10::DebugInfoKind::PROFILER_STATE, reporter_) {}
+        guard_(c10::DebugInfoKind::PROFILER_STATE, reporter_) {
+    active() = reporter_.get();
+    handle_ = at::addThreadLocalCallback(at::RecordFunctionCallback(
+        [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+          if (active() != nullptr && is_matmul(fn.name())) ++active()->matmul_depth;
+          return nullptr;
+        },
+        [](const at::RecordFunction& fn, at::ObserverContext*) {
+          if (active() != nullptr && is_matmul(fn.name())) --active()->matmul_depth;
+        })
+        .scopes({at::RecordScope::FUNCTION}));
+  }
+  ~CountAllocations() {
+    at::removeCallback(handle_);
+    active() = nullptr;
+  }
+  CountAllocations(const CountAllocations&) = delete;
+  CountAllocations& operator=(const CountAllocations&) = delete;
+
   const AllocationReporter& reporter() const { return *reporter_; }
 
  private:
+  static AllocationReporter*& active() {
+    thread_local AllocationReporter* reporter = nullptr;
+    return reporter;
+  }
+  static bool is_matmul(const char* name) {
+    return std::strncmp(name, "aten::bmm", 9) == 0 || std::strncmp(name, "aten::baddbmm", 13) == 0;
+  }
+
   std::shared_ptr<AllocationReporter> reporter_;
   c10::DebugInfoGuard guard_;
+  at::CallbackHandle handle_ = 0;
 };
 
 }  // namespace dash::testing
