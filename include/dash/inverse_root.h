@@ -92,7 +92,8 @@ at::Tensor inverse_root(
 /// solvers' stack-sized temporaries (a few (N, b, b) tensors) and 16-bit staging.
 /// With a workspace that lives across calls, an iteration allocates nothing once
 /// the workspace holds buffers for the largest stack it has seen; without one,
-/// every call allocates them afresh. Not thread-safe: one workspace per thread.
+/// every call allocates them afresh. Not thread-safe: one workspace per thread. A
+/// moved-from workspace holds nothing and is rejected by inverse_root().
 class InverseRootWorkspace {
  public:
   InverseRootWorkspace();

@@ -148,7 +148,7 @@ InverseRootWorkspace::~InverseRootWorkspace() = default;
 InverseRootWorkspace::InverseRootWorkspace(InverseRootWorkspace&&) noexcept = default;
 InverseRootWorkspace& InverseRootWorkspace::operator=(InverseRootWorkspace&&) noexcept = default;
 
-int64_t InverseRootWorkspace::bytes() const { return scratch_->bytes(); }
+int64_t InverseRootWorkspace::bytes() const { return scratch_ ? scratch_->bytes() : 0; }
 
 at::Tensor inverse_root(
     const at::Tensor& matrices, int64_t p, const InverseRootOptions& options, InverseRootWorkspace& workspace) {
@@ -156,6 +156,7 @@ at::Tensor inverse_root(
     if (stack.numel() == 0) {
       return matrices.to(work_type(matrices)).clone();
     }
+    TORCH_CHECK(workspace.scratch_, "dash::inverse_root: the workspace was moved from");
     auto root = solve(stack, p, options, /*keep_normalized_root=*/false, *workspace.scratch_).root;
     return single ? root.squeeze(0) : root;
   });

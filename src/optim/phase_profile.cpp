@@ -1,5 +1,7 @@
 #include "optim/phase_profile.h"
 
+#include <cstring>
+
 namespace dash::optim {
 namespace {
 
@@ -9,7 +11,8 @@ const char* const kScopeNames[] = {"dash::copies", "dash::factors", "dash::roots
 
 }  // namespace
 
-const char* phase_name(Phase phase) { return kScopeNames[static_cast<size_t>(phase)] + 6; }
+// The phase name is the scope name after its "dash::" prefix.
+const char* phase_name(Phase phase) { return kScopeNames[static_cast<size_t>(phase)] + std::strlen("dash::"); }
 
 std::map<std::string, double> PhaseProfile::totals_ms() const {
   std::map<std::string, double> result;
