@@ -90,14 +90,14 @@ at::Tensor Dash::step(LossClosure closure) {
     at::AutoGradMode enable_grad(true);
     loss = closure();
   }
+  // Every step: setters and param-group edits get the construction's checks.
+  for (const auto& group : param_groups_) optim::check_options(static_cast<const DashOptions&>(group.options()));
   if (!engine_->matches(param_groups_)) {
     TORCH_CHECK(engine_->steps_taken == 0,
         "dash::Dash: parameters changed after the first step; add all parameter groups before stepping");
-    for (const auto& group : param_groups_) {
-      optim::check_options(static_cast<const DashOptions&>(group.options()));
-    }
     engine_ = std::make_unique<optim::Engine>(param_groups_, distributed_);
   }
+  engine_->check_layout(param_groups_);
   engine_->step(param_groups_);
   return loss;
 }

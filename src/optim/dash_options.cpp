@@ -11,7 +11,11 @@ namespace dash {
 DashOptions::DashOptions(double lr) : lr_(lr) {}
 
 double DashOptions::get_lr() const { return lr(); }
-void DashOptions::set_lr(const double lr) { this->lr(lr); }
+void DashOptions::set_lr(const double lr) {
+  // Schedulers set lr between steps; a bad value is refused here, at its source.
+  TORCH_CHECK(lr >= 0.0 && std::isfinite(lr), "dash::Dash: lr must be finite and >= 0, got ", lr);
+  this->lr(lr);
+}
 
 namespace {
 
@@ -95,8 +99,11 @@ void check_options(const DashOptions& o) {
   check_beta(o.beta_graft(), "beta_graft", false);
   check_beta(std::get<0>(o.adamw_betas()), "adamw_betas[0]", false);
   check_beta(std::get<1>(o.adamw_betas()), "adamw_betas[1]", false);
-  TORCH_CHECK(o.eps_graft() >= 0.0, "dash::Dash: eps_graft must be >= 0, got ", o.eps_graft());
-  TORCH_CHECK(o.adamw_eps() >= 0.0, "dash::Dash: adamw_eps must be >= 0, got ", o.adamw_eps());
+  // ε > 0: with ε = 0 a zero gradient makes 0/0 in the Adam-type directions.
+  TORCH_CHECK(o.eps_graft() > 0.0 && std::isfinite(o.eps_graft()), "dash::Dash: eps_graft must be finite and > 0, got ",
+      o.eps_graft());
+  TORCH_CHECK(o.adamw_eps() > 0.0 && std::isfinite(o.adamw_eps()), "dash::Dash: adamw_eps must be finite and > 0, got ",
+      o.adamw_eps());
   TORCH_CHECK(o.block_size() >= 1, "dash::Dash: block_size must be >= 1, got ", o.block_size());
   TORCH_CHECK(o.root_frequency() >= 1, "dash::Dash: root_frequency must be >= 1, got ", o.root_frequency());
   TORCH_CHECK(o.start_step() >= 1, "dash::Dash: start_step must be >= 1, got ", o.start_step());
@@ -104,7 +111,8 @@ void check_options(const DashOptions& o) {
       o.exponent_override());
   TORCH_CHECK(o.momentum() >= 0.0 && o.momentum() < 1.0, "dash::Dash: momentum must be in [0, 1), got ", o.momentum());
   TORCH_CHECK(!o.nesterov() || o.momentum() > 0.0, "dash::Dash: nesterov needs momentum > 0");
-  TORCH_CHECK(o.weight_decay() >= 0.0, "dash::Dash: weight_decay must be >= 0, got ", o.weight_decay());
+  TORCH_CHECK(o.weight_decay() >= 0.0 && std::isfinite(o.weight_decay()),
+      "dash::Dash: weight_decay must be finite and >= 0, got ", o.weight_decay());
   // The roots it will ask for: matrices' and 1-D Shampoo's default, or the override.
   for (int64_t p : {int64_t{4}, int64_t{2}}) {
     check_inverse_root_options(o.exponent_override() > 0 ? o.exponent_override() : p, o.root());
@@ -122,6 +130,15 @@ StepHyper adamw_hyper(const DashOptions& o) {
 
 blocking::GroupBlocking group_blocking(const DashOptions& o) {
   return {o.block_size(), o.one_dimensional() == OneDimensional::Shampoo1D, o.exponent_override()};
+}
+
+std::string state_layout(const DashOptions& o) {
+  const bool graft_statistic = o.grafting() == GraftingType::Adam || o.grafting() == GraftingType::RMSprop ||
+      o.grafting() == GraftingType::AdaGrad;
+  return "block_size " + std::to_string(o.block_size()) + ", one_dimensional " +
+      std::to_string(static_cast<int>(o.one_dimensional())) + ", exponent_override " +
+      std::to_string(o.exponent_override()) + ", grafting " + (graft_statistic ? "with" : "without") +
+      " a statistic, momentum " + (o.momentum() > 0.0 ? "on" : "off");
 }
 
 }  // namespace optim

@@ -5,9 +5,12 @@
 #include "blocking/stack_plan.h"
 #include "optim/block_update.h"
 
+#include <string>
+
 namespace dash::optim {
 
-/// Rejects out-of-range options with an error naming the option (at construction).
+/// Rejects out-of-range options with an error naming the option (at construction
+/// and before every step, so that setters and param-group edits are checked too).
 void check_options(const DashOptions& options);
 
 StepHyper step_hyper(const DashOptions& options);
@@ -17,5 +20,9 @@ StepHyper step_hyper(const DashOptions& options);
 StepHyper adamw_hyper(const DashOptions& options);
 
 blocking::GroupBlocking group_blocking(const DashOptions& options);
+
+/// The options that decide the shapes of a group's state (blocking, roots, which
+/// moments exist), in words: they are fixed once the state exists.
+std::string state_layout(const DashOptions& options);
 
 }  // namespace dash::optim

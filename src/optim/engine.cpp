@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <utility>
 
 namespace dash::optim {
@@ -121,9 +122,14 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
   std::vector<std::vector<int64_t>> shapes;
   std::vector<int64_t> group_of;
   std::vector<blocking::GroupBlocking> blocking;
+  std::map<const c10::TensorImpl*, size_t> group_of_param;
   for (size_t g = 0; g < groups.size(); ++g) {
     blocking.push_back(group_blocking(options_of(groups[g])));
+    layouts_.push_back(state_layout(options_of(groups[g])));
     for (const auto& param : groups[g].params()) {
+      const auto [seen, first] = group_of_param.emplace(param.unsafeGetTensorImpl(), g);
+      TORCH_CHECK(first, "dash::Dash: a parameter of shape ", param.sizes(), " appears twice (in parameter groups ",
+          seen->second, " and ", g, "); each tensor may be optimised once");
       TORCH_CHECK(param.is_floating_point(), "dash::Dash: parameters must be floating point, got ",
           param.scalar_type());
       TORCH_CHECK(params.empty() || param.device() == params.front().device(),
@@ -180,6 +186,15 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
 Engine::~Engine() = default;
 
 int64_t Engine::communicated_bytes_per_step() const { return exchange_ ? exchange_->bytes_per_step() : 0; }
+
+void Engine::check_layout(const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
+  for (size_t g = 0; g < groups.size() && g < layouts_.size(); ++g) {
+    const auto now = state_layout(options_of(groups[g]));
+    TORCH_CHECK(now == layouts_[g], "dash::Dash: parameter group ", g,
+        " changed options that decide the shape of its state after the state was created (was: ", layouts_[g],
+        "; now: ", now, "); set them before the first step, or build a new optimizer");
+  }
+}
 
 bool Engine::matches(const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
   size_t index = 0;

@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace dash::distributed {
@@ -86,6 +87,9 @@ class Engine {
 
   bool matches(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
 
+  /// Rejects edits, after construction, of the options that shaped the state.
+  void check_layout(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
+
   /// Bytes sent plus received per step by this rank; 0 in a single process.
   int64_t communicated_bytes_per_step() const;
 
@@ -124,6 +128,7 @@ class Engine {
   at::Tensor adamw_update_;
   std::vector<int64_t> segment_offsets_;
   at::Tensor flat_update_;  ///< distributed only: plan.flat_numel elements + 1 scratch, all-gathered
+  std::vector<std::string> layouts_;  ///< state_layout() of each group at construction
   std::unique_ptr<distributed::UpdateExchange> exchange_;
 };
 

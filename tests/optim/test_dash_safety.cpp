@@ -9,6 +9,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <limits>
 
 namespace dash {
@@ -118,9 +120,48 @@ TEST(DashSafety, BadOptionsAreRejectedAtConstruction) {
   EXPECT_THAT(with(DashOptions().root(InverseRootOptions().newton_steps(0))), HasSubstr("newton_steps"));
   EXPECT_THAT(with(DashOptions().root(InverseRootOptions().epsilon(-1.0))), HasSubstr("epsilon"));
   EXPECT_THAT(with(DashOptions().eps_graft(-1.0)), HasSubstr("eps_graft"));
+  // ε = 0 would turn a zero gradient into 0/0 = NaN parameters.
+  EXPECT_THAT(with(DashOptions().eps_graft(0.0)), HasSubstr("eps_graft"));
+  EXPECT_THAT(with(DashOptions().adamw_eps(0.0)), HasSubstr("adamw_eps"));
+  EXPECT_THAT(with(DashOptions().weight_decay(std::nan(""))), HasSubstr("weight_decay"));
   EXPECT_THAT(with(DashOptions().momentum(1.0)), HasSubstr("momentum"));
   EXPECT_THAT(with(DashOptions().weight_decay(-1.0)), HasSubstr("weight_decay"));
   EXPECT_NO_THROW(Dash({param}, DashOptions().beta_factor(1.0)));  // AdaGrad-style sums
+}
+
+// Options edited after construction get the same checks: setters at once, edits
+// of a group's options at the next step; and options that shaped the state
+// (here block_size) cannot change under it.
+TEST(DashSafety, OptionsEditedLaterAreCheckedToo) {
+  auto param = at::ones({4, 4}).set_requires_grad(true);
+  Dash optimizer({param}, DashOptions(0.1).block_size(2));
+  param.mutable_grad() = at::zeros({4, 4});
+  optimizer.step();
+  auto& options = static_cast<DashOptions&>(optimizer.param_groups()[0].options());
+  EXPECT_THAT(error_of([&] { options.set_lr(std::nan("")); }), HasSubstr("lr"));
+  options.beta_grad(1.5);
+  EXPECT_THAT(error_of([&] { optimizer.step(); }), HasSubstr("beta_grad"));
+  options.beta_grad(0.9);
+  options.block_size(4);
+  EXPECT_THAT(error_of([&] { optimizer.step(); }), HasSubstr("block_size"));
+  options.block_size(2);
+  optimizer.step();  // usable again
+  EXPECT_TRUE(at::isfinite(param).all().item<bool>());
+}
+
+// The same tensor twice would be updated twice; a gradient of another shape
+// (even with the same element count) is not this parameter's.
+TEST(DashSafety, DuplicateParametersAndMisshapenGradientsAreRejected) {
+  auto param = at::ones({4, 4}).set_requires_grad(true);
+  EXPECT_THAT(error_of([&] { Dash optimizer({param, param}); }), HasSubstr("appears twice"));
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<at::Tensor>{param});
+  groups.emplace_back(std::vector<at::Tensor>{param});
+  EXPECT_THAT(error_of([&] { Dash optimizer(groups, DashOptions()); }), HasSubstr("appears twice"));
+  Dash optimizer({param});
+  param.mutable_grad() = at::ones({2, 8});
+  EXPECT_THAT(error_of([&] { optimizer.step(); }), HasSubstr("has shape"));
+  EXPECT_TRUE(at::equal(param.detach(), at::ones({4, 4})));
 }
 
 TEST(DashSafety, ParamGroupOptionsAreCheckedToo) {

@@ -38,7 +38,7 @@ TEST(DashScheduler, StepLRHalvesTheLearningRateOfEveryGroup) {
 TEST(DashScheduler, GroupLearningRatesApplyToTheirParameters) {
   auto a = at::zeros({4, 4}).set_requires_grad(true);
   auto b = at::zeros({3}).set_requires_grad(true);
-  Dash optimizer(two_groups(a, b), DashOptions(0.1).eps_graft(0.0).adamw_eps(0.0));
+  Dash optimizer(two_groups(a, b), DashOptions(0.1).eps_graft(1e-12).adamw_eps(1e-12));
   a.mutable_grad() = at::ones({4, 4});
   b.mutable_grad() = at::ones({3});
   optimizer.step();
