@@ -1,13 +1,71 @@
-// FLOP counts, checked against matmul counts worked out by hand from spec §5.
+// FLOP counts, checked against matmul counts worked out by hand from spec §5, and
+// against the batched matmuls the solvers actually issue, counted at the
+// dispatcher (RecordFunction) from their operand shapes.
 
+#include <dash/inverse_root.h>
 #include <dash/solver_cost.h>
 
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <string>
+
 namespace dash {
 namespace {
+
+thread_local int depth = 0;
+thread_local double counted_flops = 0.0;
+
+// 2·N·m·k·n of one top-level bmm/baddbmm from its batch operands.
+void count_matmul(const at::RecordFunction& fn) {
+  const char* name = fn.name();
+  const bool baddbmm = std::strncmp(name, "aten::baddbmm", 13) == 0;
+  if (!baddbmm && std::strncmp(name, "aten::bmm", 9) != 0) return;
+  const auto inputs = fn.inputs();
+  const auto& a = inputs[baddbmm ? 1 : 0].toTensor();
+  const auto& b = inputs[baddbmm ? 2 : 1].toTensor();
+  counted_flops += 2.0 * static_cast<double>(a.size(0) * a.size(1) * a.size(2) * b.size(2));
+}
+
+// Matmul FLOPs that inverse_root() issues for `count` random SPD b × b matrices.
+double issued_flops(int64_t count, int64_t b, int64_t p, const InverseRootOptions& options) {
+  auto g = at::randn({count, b, b});
+  auto a = at::baddbmm(at::eye(b) * 0.1, g, g.transpose(1, 2), 1.0, 1.0 / static_cast<double>(b));
+  auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
+      [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
+        if (depth++ == 0) count_matmul(fn);
+        return nullptr;
+      },
+      [](const at::RecordFunction&, at::ObserverContext*) { --depth; })
+      .needsInputs(true)
+      .scopes({at::RecordScope::FUNCTION}));
+  counted_flops = 0.0;
+  (void)inverse_root(a, p, options);
+  at::removeCallback(handle);
+  return counted_flops;
+}
+
+TEST(SolverCost, FormulaEqualsTheMatmulsTheSolversIssue) {
+  for (auto method : {RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+    for (auto scaling : {Scaling::Frobenius, Scaling::MultiPowerIteration}) {
+      for (int64_t p : {1, 2, 3, 4, 8}) {
+        if (method == RootMethod::NewtonDB && p == 3) continue;  // powers of two only
+        for (int64_t steps : {3, 7}) {
+          auto options = InverseRootOptions().method(method).scaling(scaling).newton_steps(steps)
+              .chebyshev_degree(steps + 2).power_iterations(4).power_vectors(5);
+          const auto label = "method " + std::to_string(static_cast<int>(method)) + ", scaling " +
+              std::to_string(static_cast<int>(scaling)) + ", p " + std::to_string(p) + ", steps " +
+              std::to_string(steps);
+          EXPECT_DOUBLE_EQ(issued_flops(3, 12, p, options), inverse_root_flops(3, 12, p, options)) << label;
+        }
+      }
+    }
+  }
+}
 
 constexpr double kMatmul64 = 2.0 * 64 * 64 * 64;
 
