@@ -535,26 +535,29 @@ void Engine::apply_updates(StepContext& context) {
   auto subtract = [](at::Tensor target, const at::Tensor& update) {
     target.sub_(target.scalar_type() == update.scalar_type() ? update : update.to(target.scalar_type()));
   };
-  for (size_t i = 0; i < params.size(); ++i) {
-    const auto& slot = plan.parameters[i];
-    if (!context.has_grad[i] || !slot.preconditioned) continue;
-    // A parameter whose shape cannot be viewed as its matrix is updated through a copy.
-    auto matrix = as_matrix(params[i], slot);
-    for (size_t s = 0; s < stacks.size(); ++s) {
-      for (const auto& region : plan.gradient_stacks[s].regions) {
-        if (region.param != static_cast<int64_t>(i)) continue;
-        subtract(blocking::region_in_matrix(matrix, region), blocking::region_in_stack(stacks[s].update, region));
-      }
+  // Each parameter as its (rows, cols) matrix: a view, or a copy (written back
+  // below) for a parameter whose shape cannot be viewed as one.
+  std::vector<at::Tensor> matrices(params.size());
+  for (size_t s = 0; s < stacks.size(); ++s) {
+    for (const auto& region : plan.gradient_stacks[s].regions) {
+      const auto i = static_cast<size_t>(region.param);
+      if (!context.has_grad[i]) continue;
+      if (!matrices[i].defined()) matrices[i] = as_matrix(params[i], plan.parameters[i]);
+      subtract(blocking::region_in_matrix(matrices[i], region), blocking::region_in_stack(stacks[s].update, region));
     }
-    if (!matrix.is_alias_of(params[i])) params[i].copy_(matrix.view(params[i].sizes()));
+  }
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (matrices[i].defined() && !matrices[i].is_alias_of(params[i])) {
+      params[i].copy_(matrices[i].view(params[i].sizes()));
+    }
   }
   for (size_t j = 0; j < segments.size(); ++j) {
     const auto& segment = plan.adamw_segments[j];
     for (auto i : segment.params) {
       if (!context.has_grad[i]) continue;
       const auto& slot = plan.parameters[i];
-      subtract(params[i].view(-1),
-          adamw_update_.narrow(0, segment_offsets_[j] + slot.offset - segment.offset, slot.numel));
+      subtract(params[i], adamw_update_.narrow(0, segment_offsets_[j] + slot.offset - segment.offset, slot.numel)
+                              .view(params[i].sizes()));
     }
   }
 }

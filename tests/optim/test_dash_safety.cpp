@@ -187,6 +187,35 @@ TEST(DashSafety, DuplicateParametersAndMisshapenGradientsAreRejected) {
   EXPECT_TRUE(at::equal(param.detach(), at::ones({4, 4})));
 }
 
+// Parameters are updated in place whatever their strides: a permuted 4-D weight
+// (its matrix view needs a copy) and a transposed matrix (a strided view) move
+// exactly as contiguous twins with the same gradients do.
+TEST(DashSafety, NonContiguousParametersAreUpdatedInPlace) {
+  auto generator = at::detail::createCPUGenerator(13);
+  auto conv = at::randn({2, 2, 2, 3}, generator).permute({3, 0, 1, 2});  // (3, 2, 2, 2), strided
+  auto transposed = at::randn({6, 5}, generator).t();                     // (5, 6), strided
+  auto bias = at::randn({8}, generator).slice(0, 0, 8, 2);                // (4), stride 2
+  std::vector<at::Tensor> strided = {conv, transposed, bias};
+  std::vector<at::Tensor> twins;
+  for (const auto& p : strided) twins.push_back(p.contiguous());
+  ASSERT_FALSE(conv.is_contiguous());
+  const auto conv_data = conv.data_ptr();
+  auto options = preconditioned_from_step_one(RootMethod::EVD).block_size(3);
+  Dash a(strided, options);
+  Dash b(twins, options);
+  for (int t = 0; t < 3; ++t) {
+    for (size_t i = 0; i < strided.size(); ++i) {
+      auto grad = at::randn(strided[i].sizes(), generator);
+      strided[i].mutable_grad() = grad;
+      twins[i].mutable_grad() = grad.clone();
+    }
+    a.step();
+    b.step();
+  }
+  EXPECT_EQ(conv.data_ptr(), conv_data) << "updated in place";
+  for (size_t i = 0; i < strided.size(); ++i) EXPECT_TRUE(at::equal(strided[i], twins[i])) << "parameter " << i;
+}
+
 TEST(DashSafety, ParamGroupOptionsAreCheckedToo) {
   auto param = at::ones({2, 2}).set_requires_grad(true);
   std::vector<torch::optim::OptimizerParamGroup> groups;
