@@ -7,6 +7,7 @@
 #include "linalg/batched_matmul.h"
 #include "linalg/scratch.h"
 #include "linalg/solvers.h"
+#include "linalg/stack_reductions.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -98,10 +99,7 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
   const auto identity = linalg::identity_like(a);
   // A matrix with a NaN/Inf entry is solved as I (so that no solver, nor eigh,
   // sees it and the rest of the stack is unaffected) and its root set to NaN.
-  // Its largest and smallest entries are finite exactly when all entries are.
-  auto highest = a.amax({1, 2}, /*keepdim=*/true);
-  auto lowest = a.amin({1, 2}, /*keepdim=*/true);
-  auto finite_input = at::isfinite(highest) & at::isfinite(lowest);
+  auto finite_input = linalg::finite_matrices(a);
   auto normalized = scratch.empty_like(a);
   at::where_out(normalized, finite_input, a, identity);
   // EVD applies ε inside its eigenvalue heuristic (as Distributed Shampoo does);
@@ -110,8 +108,7 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
   if (options.epsilon() > 0.0 && !evd) normalized.diagonal(0, -2, -1).add_(options.epsilon());
 
   // EVD needs no spectral bound, only a scale that keeps entries near 1.
-  auto scale = evd ? at::maximum(normalized.amax({1, 2}, /*keepdim=*/true), normalized.amin({1, 2}, true).neg())
-                   : linalg::spectral_scale(normalized, options, scratch);
+  auto scale = evd ? linalg::largest_magnitude(normalized) : linalg::spectral_scale(normalized, options, scratch);
   // With ε added, λ_max ≥ ε; the floor only matters for an all-zero block at ε = 0.
   scale = scale.clamp_min(std::max(options.epsilon(), static_cast<double>(std::numeric_limits<float>::min())));
   normalized.div_(scale);

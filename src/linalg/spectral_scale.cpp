@@ -4,6 +4,7 @@
 
 #include "linalg/batched_matmul.h"
 #include "linalg/solvers.h"
+#include "linalg/stack_reductions.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -68,9 +69,7 @@ at::Tensor spectral_scale(const at::Tensor& matrices, const InverseRootOptions& 
   auto a = single ? matrices.unsqueeze(0) : matrices;
   // Divide by the largest entry first: squares of entries above ~1e19 overflow
   // float32 in ‖A‖_F, and 16-bit power iteration needs entries near 1.
-  // max |a_ij| as max(max a, −min a): two reductions, no stack-sized |A|.
-  auto magnitude = at::maximum(a.amax({1, 2}, /*keepdim=*/true), a.amin({1, 2}, /*keepdim=*/true).neg())
-                       .clamp_min(std::numeric_limits<float>::min());
+  auto magnitude = linalg::largest_magnitude(a).clamp_min(std::numeric_limits<float>::min());
   auto unit = scratch.empty_like(a);
   at::div_out(unit, a, magnitude);
   at::Tensor relative;

@@ -1,6 +1,7 @@
 #include "optim/engine.h"
 
 #include "distributed/update_exchange.h"
+#include "linalg/stack_reductions.h"
 #include "distributed/work_split.h"
 #include "optim/dash_options.h"
 
@@ -347,8 +348,7 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
       state.failures.add_(due_mask.defined() ? due_mask.sum() : at::full({}, part_factors.size(0), at::kLong));
       return;
     }
-    // A root is finite exactly when its largest and smallest entries are.
-    auto ok = at::isfinite(fresh.amax({1, 2})) & at::isfinite(fresh.amin({1, 2}));
+    auto ok = linalg::finite_matrices(fresh).view({-1});
     if (due_mask.defined()) ok = ok & due_mask;
     auto failed = due_mask.defined() ? (due_mask & ~ok) : ~ok;
     state.failures.add_(failed.sum());
