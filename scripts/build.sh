@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
-# build.sh BUILD_DIR [cmake args...]: set up packages, configure (Release) and build.
+# build.sh BUILD_DIR [cmake args...]: set up packages, configure (Release) and build
+# everything, the Python extension included, then install the Python package `dash`
+# for the interpreter scripts/python.sh picks (reusing this build; nothing compiles twice).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=$1; shift
 bash "$root/scripts/setup.sh"
-cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release "$@"
+python=$(bash "$root/scripts/python.sh")
+cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDASH_BUILD_PYTHON=ON -DPython3_EXECUTABLE="$python" "$@"
 cmake --build "$build_dir" -j "$(nproc)"
+DASH_CMAKE_BUILD_DIR=$build_dir bash "$root/scripts/install-python.sh"

@@ -13,6 +13,9 @@ packages=(
   nlohmann-json3-dev         # JSON reports and dash-train configs
   python3.11-doc             # dash-train's default corpus: the Python manual's .rst sources
   gnuplot-nox                # dash-train compare's validation-loss plot
+  # the Python package (scripts/install-python.sh) and its tests
+  python3-torch python3-numpy python3-dev pybind11-dev
+  python3-pip python3-setuptools python3-wheel python3-pytest
 )
 
 missing=()

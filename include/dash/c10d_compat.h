@@ -12,13 +12,14 @@
 
 #include <torch/version.h>
 
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+
 #if TORCH_VERSION_MAJOR >= 2
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 namespace dash {
 using ProcessGroup = c10d::Backend;
 }  // namespace dash
 #else
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 namespace dash {
 using ProcessGroup = c10d::ProcessGroup;
 }  // namespace dash
@@ -39,6 +40,17 @@ void use_classic_tcp_store(StoreOptions&, long) {}
 template <typename StoreOptions>
 void use_classic_tcp_store(StoreOptions& options) {
   use_classic_tcp_store(options, 0);
+}
+
+// 3. What torch.distributed hands out (the Python ProcessGroup) is c10d::ProcessGroup
+// in both; the group dash talks to is the backend for the tensors' device in 2.x.
+inline c10::intrusive_ptr<ProcessGroup> backend_for(
+    const c10::intrusive_ptr<c10d::ProcessGroup>& group, [[maybe_unused]] c10::DeviceType device) {
+#if TORCH_VERSION_MAJOR >= 2
+  return group->getBackend(device);
+#else
+  return group;
+#endif
 }
 
 }  // namespace dash::compat

@@ -120,6 +120,7 @@ struct BlockStackDiagnostics {
 struct DashDiagnostics {
   std::vector<FactorStackDiagnostics> factor_stacks;
   std::vector<BlockStackDiagnostics> block_stacks;
+  int64_t steps_taken = 0;    ///< step() calls that updated the state (skipped ones not included)
   int64_t skipped_steps = 0;  ///< steps skipped for non-finite gradients
   /// Scratch memory kept across steps and not counted in state_bytes(): the root
   /// solvers' reusable temporaries (a few stacks of the largest factor size).

@@ -17,6 +17,8 @@ std::string to_string(MatmulPrecision precision);
 std::string to_string(GraftingType grafting);
 std::string to_string(Execution execution);
 std::string to_string(CommunicationDtype dtype);
+std::string to_string(OneDimensional treatment);
+std::string to_string(NonFiniteGradients policy);
 
 /// "evd", "cn" | "coupled-newton", "ndb" | "newton-db", "chebyshev".
 RootMethod parse_root_method(const std::string& name);
@@ -32,5 +34,9 @@ GraftingType parse_grafting_type(const std::string& name);
 Execution parse_execution(const std::string& name);
 /// "fp32", "bf16", "fp16".
 CommunicationDtype parse_communication_dtype(const std::string& name);
+/// "adamw", "shampoo-1d".
+OneDimensional parse_one_dimensional(const std::string& name);
+/// "error", "skip-step".
+NonFiniteGradients parse_non_finite_gradients(const std::string& name);
 
 }  // namespace dash

@@ -59,6 +59,14 @@ const NameTable<CommunicationDtype> kCommunicationDtypes = {
     {"bf16", CommunicationDtype::BF16},
     {"fp16", CommunicationDtype::FP16},
 };
+const NameTable<OneDimensional> kOneDimensional = {
+    {"adamw", OneDimensional::AdamW},
+    {"shampoo-1d", OneDimensional::Shampoo1D},
+};
+const NameTable<NonFiniteGradients> kNonFiniteGradients = {
+    {"error", NonFiniteGradients::Error},
+    {"skip-step", NonFiniteGradients::SkipStep},
+};
 
 template <typename Enum>
 std::string name_of(const NameTable<Enum>& table, Enum value) {
@@ -93,6 +101,8 @@ std::string to_string(MatmulPrecision precision) { return name_of(kPrecisions, p
 std::string to_string(GraftingType grafting) { return name_of(kGraftingTypes, grafting); }
 std::string to_string(Execution execution) { return name_of(kExecutions, execution); }
 std::string to_string(CommunicationDtype dtype) { return name_of(kCommunicationDtypes, dtype); }
+std::string to_string(OneDimensional treatment) { return name_of(kOneDimensional, treatment); }
+std::string to_string(NonFiniteGradients policy) { return name_of(kNonFiniteGradients, policy); }
 
 RootMethod parse_root_method(const std::string& name) { return parse(kRootMethods, name, "root method"); }
 EigenHeuristic parse_eigen_heuristic(const std::string& name) {
@@ -107,6 +117,12 @@ GraftingType parse_grafting_type(const std::string& name) { return parse(kGrafti
 Execution parse_execution(const std::string& name) { return parse(kExecutions, name, "execution"); }
 CommunicationDtype parse_communication_dtype(const std::string& name) {
   return parse(kCommunicationDtypes, name, "communication dtype");
+}
+OneDimensional parse_one_dimensional(const std::string& name) {
+  return parse(kOneDimensional, name, "one-dimensional treatment");
+}
+NonFiniteGradients parse_non_finite_gradients(const std::string& name) {
+  return parse(kNonFiniteGradients, name, "non-finite-gradient policy");
 }
 
 }  // namespace dash

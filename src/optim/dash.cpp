@@ -115,6 +115,7 @@ DashDiagnostics Dash::diagnostics() const {
   for (const auto& stack : engine_->plan.gradient_stacks) {
     result.block_stacks.push_back({stack.group, stack.rows, stack.cols, stack.count(), stack.one_sided});
   }
+  result.steps_taken = engine_->steps_taken;
   result.skipped_steps = engine_->skipped_steps;
   result.workspace_bytes = engine_->root_workspace.bytes();
   return result;

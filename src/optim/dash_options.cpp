@@ -1,4 +1,5 @@
 #include "optim/dash_options.h"
+#include "optim/option_fields.h"
 
 #include <torch/serialize/archive.h>
 
@@ -36,24 +37,6 @@ Value read(torch::serialize::InputArchive& archive, const char* name) {
 }
 
 }  // namespace
-
-// One list of (name, member) pairs drives both directions.
-#define DASH_OPTION_FIELDS(FIELD)                                                     \
-  FIELD(lr, double) FIELD(beta_grad, double) FIELD(beta_factor, double)                \
-  FIELD(beta_graft, double) FIELD(eps_graft, double) FIELD(block_size, int64_t)        \
-  FIELD(root_frequency, int64_t) FIELD(start_step, int64_t)                            \
-  FIELD(exponent_override, int64_t) FIELD(grafting, GraftingType) FIELD(momentum, double) \
-  FIELD(nesterov, bool) FIELD(weight_decay, double) FIELD(decay_one_dimensional, bool)  \
-  FIELD(bias_correction, bool) FIELD(one_dimensional, OneDimensional)                  \
-  FIELD(adamw_eps, double) FIELD(execution, Execution)                                 \
-  FIELD(non_finite_gradients, NonFiniteGradients)
-
-#define DASH_ROOT_FIELDS(FIELD)                                                         \
-  FIELD(method, RootMethod) FIELD(eigen_heuristic, EigenHeuristic) FIELD(scaling, Scaling) \
-  FIELD(power_iterations, int64_t) FIELD(power_vectors, int64_t) FIELD(power_margin, double) \
-  FIELD(newton_steps, int64_t) FIELD(tolerance, double) FIELD(tolerance_check_interval, int64_t) \
-  FIELD(chebyshev_degree, int64_t) FIELD(chebyshev_interval_min, double) FIELD(epsilon, double) \
-  FIELD(precision, MatmulPrecision)
 
 void DashOptions::serialize(torch::serialize::OutputArchive& archive) const {
   auto as_stored = [](auto value) {

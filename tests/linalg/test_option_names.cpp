@@ -29,6 +29,12 @@ TEST(OptionNames, RoundTripAndAliases) {
   for (auto c : {CommunicationDtype::FP32, CommunicationDtype::BF16, CommunicationDtype::FP16}) {
     EXPECT_EQ(parse_communication_dtype(to_string(c)), c);
   }
+  for (auto o : {OneDimensional::AdamW, OneDimensional::Shampoo1D}) EXPECT_EQ(parse_one_dimensional(to_string(o)), o);
+  for (auto n : {NonFiniteGradients::Error, NonFiniteGradients::SkipStep}) {
+    EXPECT_EQ(parse_non_finite_gradients(to_string(n)), n);
+  }
+  EXPECT_EQ(to_string(OneDimensional::Shampoo1D), "shampoo-1d");
+  EXPECT_EQ(to_string(NonFiniteGradients::SkipStep), "skip-step");
   EXPECT_EQ(to_string(GraftingType::RMSprop), "rmsprop");
   EXPECT_EQ(to_string(CommunicationDtype::BF16), "bf16");
   EXPECT_EQ(parse_root_method("Newton-DB"), RootMethod::NewtonDB);

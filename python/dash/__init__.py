@@ -1,0 +1,34 @@
+"""dash: the DASH optimizer (Distributed Accelerated SHampoo) for PyTorch.
+
+Batched block Shampoo backed by dash's C++ library::
+
+    import dash
+    optimizer = dash.Dash(model.parameters(), lr=1e-3, root_method="ndb")
+
+``dash.Dash`` is a ``torch.optim.Optimizer``; ``dash.inverse_root`` computes the
+batched inverse p-th roots it uses. See docs/python.md.
+"""
+
+import torch  # noqa: F401  (first: the extension uses torch's type registrations)
+
+from . import _C
+from .functional import InverseRootResult, estimate_spectral_scale, inverse_root, inverse_root_with_diagnostics
+from .optimizer import Dash
+
+__all__ = [
+    "Dash",
+    "InverseRootResult",
+    "default_options",
+    "estimate_spectral_scale",
+    "inverse_root",
+    "inverse_root_with_diagnostics",
+]
+
+__version__ = "0.1.0"
+
+
+def default_options():
+    """Every ``dash.Dash`` keyword with its default, from the C++ ``DashOptions``."""
+    from .optimizer import _group_from_cpp
+
+    return _group_from_cpp(_C.default_options())

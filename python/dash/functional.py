@@ -1,0 +1,36 @@
+"""Batched inverse p-th roots: the solver half of DASH (C++ ``dash::inverse_root``)."""
+
+from typing import NamedTuple
+
+import torch
+
+from . import _C
+
+
+class InverseRootResult(NamedTuple):
+    root: torch.Tensor  #: (A + εI)^(-1/p), float32 (float64 for float64 input)
+    residual: torch.Tensor  #: ‖X^p (A + εI) − I‖_F / √b per matrix, shape (N,) or ()
+    finite: torch.Tensor  #: bool per matrix: every entry of the root is finite
+
+
+def inverse_root(matrices: torch.Tensor, p: int, **options) -> torch.Tensor:
+    """(A + εI)^(-1/p) for a symmetric PSD matrix ``(b, b)`` or a stack ``(N, b, b)``.
+
+    Keywords (defaults as in C++ ``dash::InverseRootOptions``): ``method`` ("evd",
+    "cn", "ndb", "chebyshev"), ``scaling`` ("fro", "pi", "multi-pi"), ``precision``
+    ("fp32", "bf16", "fp16"), ``epsilon``, ``newton_steps``, ``tolerance``,
+    ``tolerance_check_interval``, ``power_iterations``, ``power_vectors``,
+    ``power_margin``, ``chebyshev_degree``, ``chebyshev_interval_min``,
+    ``eigen_heuristic``. A matrix with non-finite entries gives an all-NaN root.
+    """
+    return _C.inverse_root(matrices, p, **options)
+
+
+def inverse_root_with_diagnostics(matrices: torch.Tensor, p: int, **options) -> InverseRootResult:
+    """``inverse_root`` with each matrix's residual and finiteness (computed on the device)."""
+    return InverseRootResult(*_C.inverse_root_with_diagnostics(matrices, p, **options))
+
+
+def estimate_spectral_scale(matrices: torch.Tensor, **options) -> torch.Tensor:
+    """The scale s ≥ λ_max the iterative solvers normalise by, shape (N, 1, 1) or (1, 1)."""
+    return _C.estimate_spectral_scale(matrices, **options)

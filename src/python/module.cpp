@@ -1,0 +1,90 @@
+// dash._C: the C++ library as a Python extension module.
+
+#include "python/bindings.h"
+#include "python/option_dict.h"
+
+#include <dash/inverse_root.h>
+#include <dash/optimizer.h>
+
+#include <c10/util/Exception.h>
+#include <torch/version.h>
+
+namespace py = pybind11;
+
+namespace dash::python {
+namespace {
+
+// c10's errors carry a C++ backtrace in what(); Python users get the message, as
+// type ValueError for argument errors and RuntimeError for the rest.
+void translate_c10_errors(std::exception_ptr error) {
+  try {
+    if (error) std::rethrow_exception(error);
+  } catch (const c10::ValueError& value_error) {
+    PyErr_SetString(PyExc_ValueError, value_error.what_without_backtrace());
+  } catch (const c10::IndexError& index_error) {
+    PyErr_SetString(PyExc_IndexError, index_error.what_without_backtrace());
+  } catch (const c10::Error& c10_error) {
+    PyErr_SetString(PyExc_RuntimeError, c10_error.what_without_backtrace());
+  }
+}
+
+// Keyword options for a root p; a p the method cannot compute is a bad argument.
+InverseRootOptions checked_root_options(int64_t p, const py::kwargs& options) {
+  auto root_options = inverse_root_options_from(options);
+  try {
+    check_inverse_root_options(p, root_options);
+  } catch (const c10::Error& error) {
+    throw py::value_error(error.what_without_backtrace());
+  }
+  return root_options;
+}
+
+}  // namespace
+
+void bind_inverse_root(py::module_& module) {
+  module.def(
+      "inverse_root",
+      [](const at::Tensor& matrices, int64_t p, const py::kwargs& options) {
+        const auto root_options = checked_root_options(p, options);
+        py::gil_scoped_release release;
+        return inverse_root(matrices, p, root_options);
+      },
+      py::arg("matrices"), py::arg("p"));
+  module.def(
+      "inverse_root_with_diagnostics",
+      [](const at::Tensor& matrices, int64_t p, const py::kwargs& options) {
+        const auto root_options = checked_root_options(p, options);
+        InverseRootResult result;
+        {
+          py::gil_scoped_release release;
+          result = inverse_root_with_diagnostics(matrices, p, root_options);
+        }
+        return py::make_tuple(result.root, result.residual, result.finite);
+      },
+      py::arg("matrices"), py::arg("p"));
+  module.def(
+      "estimate_spectral_scale",
+      [](const at::Tensor& matrices, const py::kwargs& options) {
+        const auto root_options = inverse_root_options_from(options);
+        py::gil_scoped_release release;
+        return estimate_spectral_scale(matrices, root_options);
+      },
+      py::arg("matrices"));
+  module.def(
+      "default_options", [] { return to_dict(DashOptions()); },
+      "Every dash.Dash keyword with its default value.");
+  module.def(
+      "validate_options",
+      [](const py::dict& options) { dash_options_from(options, /*ignore_unknown=*/false); },
+      "Raises ValueError naming the first unknown or out-of-range option.");
+}
+
+}  // namespace dash::python
+
+PYBIND11_MODULE(_C, module) {
+  module.doc() = "dash's C++ library (DASH: batched block Shampoo); use it through the dash package";
+  module.attr("torch_version") = TORCH_VERSION;
+  py::register_local_exception_translator(dash::python::translate_c10_errors);
+  dash::python::bind_inverse_root(module);
+  dash::python::bind_optimizer(module);
+}

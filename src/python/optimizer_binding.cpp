@@ -1,0 +1,152 @@
+// dash._C.Optimizer: dash::Dash for the Python package. The Python class
+// dash.Dash owns the param groups (torch.optim's source of truth) and passes each
+// group's options to step(); everything else is the C++ optimizer's.
+
+#include "python/bindings.h"
+#include "python/option_dict.h"
+
+#include <dash/distributed.h>
+#include <dash/option_names.h>
+#include <dash/optimizer.h>
+
+#include <c10/util/Exception.h>
+#include <torch/csrc/Exceptions.h>
+#include <torch/serialize/archive.h>
+
+#include <memory>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace py = pybind11;
+
+namespace dash::python {
+namespace {
+
+torch::optim::OptimizerParamGroup param_group(std::vector<at::Tensor> params, const py::dict& options) {
+  return torch::optim::OptimizerParamGroup(
+      std::move(params), std::make_unique<DashOptions>(dash_options_from(options, /*ignore_unknown=*/true)));
+}
+
+// A torch.distributed process group as the C++ group it wraps. This needs the
+// extension and torch to share pybind11's type registry (same pybind11 ABI): a
+// torch built elsewhere may not, and then the error says so.
+std::shared_ptr<const DistributedContext> distributed_context(
+    const py::object& process_group, const std::string& device_type, const std::string& communication_dtype) {
+  if (process_group.is_none()) return nullptr;
+  c10::intrusive_ptr<c10d::ProcessGroup> group;
+  try {
+    group = process_group.cast<c10::intrusive_ptr<c10d::ProcessGroup>>();
+  } catch (const py::cast_error&) {
+    throw py::type_error("dash.Dash: process_group " + py::repr(process_group).cast<std::string>() +
+        " is not a c10d ProcessGroup this build of dash can use (torch and dash must be built with the same "
+        "pybind11 ABI; see docs/python.md)");
+  }
+  DistributedOptions options;
+  options.communication_dtype(parse_communication_dtype(communication_dtype));
+  return std::make_shared<DistributedContext>(compat::backend_for(group, c10::Device(device_type).type()), options);
+}
+
+py::dict diagnostics_dict(const Dash& optimizer) {
+  const auto diagnostics = optimizer.diagnostics();
+  py::list factor_stacks;
+  for (const auto& stack : diagnostics.factor_stacks) {
+    py::dict entry;
+    entry["group"] = stack.group;
+    entry["size"] = stack.size;
+    entry["count"] = stack.count;
+    entry["root"] = stack.root;
+    entry["failures"] = stack.failures;
+    entry["execution"] = to_string(stack.execution);
+    entry["calibrated_batched_ms"] = stack.calibrated_batched_ms;
+    entry["calibrated_per_block_ms"] = stack.calibrated_per_block_ms;
+    factor_stacks.append(entry);
+  }
+  py::list block_stacks;
+  for (const auto& stack : diagnostics.block_stacks) {
+    py::dict entry;
+    entry["group"] = stack.group;
+    entry["shape"] = py::make_tuple(stack.count, stack.rows, stack.cols);
+    entry["one_sided"] = stack.one_sided;
+    block_stacks.append(entry);
+  }
+  py::dict result;
+  result["factor_stacks"] = factor_stacks;
+  result["block_stacks"] = block_stacks;
+  result["steps_taken"] = diagnostics.steps_taken;
+  result["skipped_steps"] = diagnostics.skipped_steps;
+  result["state_bytes"] = optimizer.state_bytes();
+  result["workspace_bytes"] = diagnostics.workspace_bytes;
+  result["communicated_bytes_per_step"] = optimizer.communicated_bytes_per_step();
+  return result;
+}
+
+py::bytes save_to_bytes(const Dash& optimizer) {
+  torch::serialize::OutputArchive archive;
+  optimizer.save(archive);
+  std::ostringstream stream;
+  archive.save_to(stream);
+  return py::bytes(stream.str());
+}
+
+void load_from_bytes(Dash& optimizer, const py::bytes& data) {
+  const std::string bytes = data;
+  torch::serialize::InputArchive archive;
+  try {
+    archive.load_from(bytes.data(), bytes.size());
+  } catch (const c10::Error& error) {
+    throw py::value_error(std::string("dash.Dash: the state dict's optimizer state is not a dash checkpoint (") +
+        error.what_without_backtrace() + ")");
+  }
+  optimizer.load(archive);
+}
+
+void step(Dash& optimizer, const py::list& group_options) {
+  auto& groups = optimizer.param_groups();
+  TORCH_CHECK_VALUE(py::len(group_options) == groups.size(), "dash.Dash: ", py::len(group_options),
+      " option dicts for ", groups.size(), " param groups");
+  // All groups are converted (and checked) before any is changed.
+  std::vector<DashOptions> options;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    options.push_back(dash_options_from(group_options[g].cast<py::dict>(), /*ignore_unknown=*/true,
+        static_cast<const DashOptions&>(groups[g].options())));
+  }
+  for (size_t g = 0; g < groups.size(); ++g) static_cast<DashOptions&>(groups[g].options()) = options[g];
+  torch::PyWarningHandler warnings_to_python;  // TORCH_WARN (a skipped step) as a Python warning
+  py::gil_scoped_release release;
+  optimizer.step();
+}
+
+}  // namespace
+
+void bind_optimizer(py::module_& module) {
+  py::class_<Dash>(module, "Optimizer")
+      .def(py::init([](const std::vector<std::pair<std::vector<at::Tensor>, py::dict>>& groups,
+                        const py::object& process_group, const std::string& device_type,
+                        const std::string& communication_dtype) {
+        std::vector<torch::optim::OptimizerParamGroup> param_groups;
+        for (const auto& [params, options] : groups) param_groups.push_back(param_group(params, options));
+        return std::make_unique<Dash>(std::move(param_groups), DashOptions(),
+            distributed_context(process_group, device_type, communication_dtype));
+      }),
+          py::arg("groups"), py::arg("process_group") = py::none(), py::arg("device_type") = "cpu",
+          py::arg("communication_dtype") = "fp32")
+      .def("add_param_group",
+          [](Dash& optimizer, std::vector<at::Tensor> params, const py::dict& options) {
+            optimizer.add_param_group(param_group(std::move(params), options));
+          })
+      .def("step", &step, py::arg("group_options"))
+      .def("group_options",
+          [](const Dash& optimizer, size_t g) {
+            TORCH_CHECK_INDEX(g < optimizer.param_groups().size(), "dash.Dash: no param group ", g);
+            return to_dict(static_cast<const DashOptions&>(optimizer.param_groups()[g].options()));
+          })
+      .def("save", &save_to_bytes)
+      .def("load", &load_from_bytes)
+      .def("diagnostics", &diagnostics_dict)
+      .def("profile_phases", &Dash::profile_phases)
+      .def("phase_times_ms", &Dash::phase_times_ms);
+}
+
+}  // namespace dash::python

@@ -1,0 +1,24 @@
+"""One rank of test_distributed.py: trains the shared problem with dash.Dash over
+torch.distributed (Gloo) and saves its final parameters to OUT_DIR/rank<R>.pt.
+
+usage: distributed_worker.py OUT_DIR default|explicit   (RANK, WORLD_SIZE, MASTER_* set)
+"""
+
+import sys
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+import dash
+from distributed_problem import STEPS, make_optimizer, train
+
+out_dir, which_group = Path(sys.argv[1]), sys.argv[2]
+dist.init_process_group("gloo")
+group = dist.new_group(list(range(dist.get_world_size()))) if which_group == "explicit" else None
+params, optimizer = make_optimizer(process_group=group)
+assert optimizer.diagnostics()["communicated_bytes_per_step"] > 0, "not distributed"
+train(params, optimizer, STEPS)
+torch.save([p.detach() for p in params], out_dir / f"rank{dist.get_rank()}.pt")
+dist.barrier()
+dist.destroy_process_group()

@@ -1,0 +1,44 @@
+"""dash.Dash over torch.distributed: 2 local Gloo ranks end with parameters
+bit-identical to each other and to a single process."""
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from distributed_problem import STEPS, make_optimizer, train
+
+HERE = Path(__file__).resolve().parent
+
+
+def free_port():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.mark.parametrize("which_group", ["default", "explicit"])
+def test_two_ranks_match_one_process_bitwise(tmp_path, which_group):
+    world_size = 2
+    env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(world_size),
+               PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
+    ranks = [subprocess.Popen([sys.executable, str(HERE / "distributed_worker.py"), str(tmp_path), which_group],
+                              env=dict(env, RANK=str(rank)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+             for rank in range(world_size)]
+    for rank, process in enumerate(ranks):
+        output, _ = process.communicate(timeout=180)
+        assert process.returncode == 0, f"rank {rank} failed:\n{output}"
+
+    params, optimizer = make_optimizer(distributed=False)
+    initial = [p.detach().clone() for p in params]
+    train(params, optimizer, STEPS)
+    assert not any(torch.equal(p.detach(), start) for p, start in zip(params, initial)), "nothing trained"
+    for rank in range(world_size):
+        distributed = torch.load(tmp_path / f"rank{rank}.pt")
+        for single, shared in zip(params, distributed):
+            assert torch.equal(single.detach(), shared), f"rank {rank} differs from one process"

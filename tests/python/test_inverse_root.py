@@ -1,0 +1,70 @@
+"""dash.inverse_root against a float64 eigendecomposition, on CPU and (when present) CUDA."""
+
+import pytest
+import torch
+
+import dash
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
+
+
+def spd_stack(count, size, condition, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    q, _ = torch.linalg.qr(torch.randn(count, size, size, generator=generator, dtype=torch.float64))
+    eigenvalues = torch.logspace(0, -torch.log10(torch.tensor(condition)).item(), size, dtype=torch.float64)
+    return (q * eigenvalues) @ q.transpose(-1, -2)
+
+
+def reference_root(matrices, p, epsilon):
+    eigenvalues, vectors = torch.linalg.eigh(matrices)
+    return (vectors * ((eigenvalues + epsilon) ** (-1.0 / p)).unsqueeze(-2)) @ vectors.transpose(-1, -2)
+
+
+def relative_error(root, reference):
+    return ((root.double() - reference).flatten(-2).norm(dim=-1) / reference.flatten(-2).norm(dim=-1)).max().item()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("method, tolerance", [("evd", 1e-5), ("cn", 1e-5), ("ndb", 1e-5), ("chebyshev", 1e-2)])
+def test_matches_float64_eigh(device, method, tolerance):
+    matrices = spd_stack(5, 24, condition=1e2)
+    root = dash.inverse_root(matrices.float().to(device), 4, method=method, epsilon=1e-6)
+    assert root.shape == (5, 24, 24) and root.dtype == torch.float32 and root.device.type == device
+    assert relative_error(root.cpu(), reference_root(matrices, 4, 1e-6)) < tolerance
+
+
+def test_single_matrix_and_float64_input():
+    matrix = spd_stack(1, 16, condition=10.0)[0]
+    root = dash.inverse_root(matrix, 2, method="evd", epsilon=0.0)
+    assert root.shape == (16, 16) and root.dtype == torch.float64
+    assert relative_error(root, reference_root(matrix, 2, 0.0)) < 1e-10
+
+
+def test_with_diagnostics_flags_the_non_finite_matrix_only():
+    matrices = spd_stack(3, 8, condition=10.0).float()
+    matrices[1, 2, 3] = float("nan")
+    result = dash.inverse_root_with_diagnostics(matrices, 4, method="ndb")
+    assert result.finite.tolist() == [True, False, True]
+    assert torch.isnan(result.root[1]).all() and torch.isfinite(result.root[[0, 2]]).all()
+    assert (result.residual[[0, 2]] < 1e-2).all()
+
+
+def test_spectral_scale_bounds_the_largest_eigenvalue():
+    matrices = spd_stack(4, 32, condition=1e3).float()
+    scale = dash.estimate_spectral_scale(matrices, scaling="fro")
+    assert scale.shape == (4, 1, 1)
+    assert (scale.flatten() >= torch.linalg.eigvalsh(matrices.double())[:, -1].float() * (1 - 1e-6)).all()
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda m: dash.inverse_root(m, 3, method="ndb"), ValueError, "power of two"),
+    (lambda m: dash.inverse_root(m, 0), ValueError, "p"),
+    (lambda m: dash.inverse_root(m, 4, method="qr"), ValueError, "unknown root method 'qr'"),
+    (lambda m: dash.inverse_root(m, 4, newton_step=3), ValueError, "unknown option 'newton_step'"),
+    (lambda m: dash.inverse_root(m, 4, newton_steps="ten"), ValueError, "must be an integer"),
+    (lambda m: dash.inverse_root(m[:, :3, :], 4), RuntimeError, "square"),
+    (lambda m: dash.inverse_root(m.int(), 4), RuntimeError, "float"),
+])
+def test_bad_arguments_raise_clear_errors(call, error, message):
+    with pytest.raises(error, match=message):
+        call(spd_stack(2, 4, condition=10.0).float())

@@ -1,0 +1,320 @@
+"""dash.Dash behaves like a torch.optim optimizer: param groups are the source of
+truth, schedulers work, state dicts resume bit-identically, errors are clear."""
+
+import io
+import warnings
+
+import pytest
+import torch
+
+import dash
+from conftest import apply_step, clone_params, fixed_gradients
+
+SHAPES = [(40, 24), (24,), (9, 70)]
+OPTIONS = dict(block_size=16, start_step=2, root_frequency=2, root_method="evd")
+
+
+def make_params(seed=0, dtype=torch.float32):
+    generator = torch.Generator().manual_seed(seed)
+    return [torch.randn(shape, generator=generator).to(dtype).requires_grad_() for shape in SHAPES]
+
+
+def flat(params):
+    return torch.cat([p.detach().flatten().double() for p in params])
+
+
+def updates(lr_of_step, steps=8, **options):
+    """Per-step parameter changes, with the lr of each step set by `lr_of_step(optimizer, step)`."""
+    params = make_params()
+    gradients = fixed_gradients(params, steps)
+    optimizer = dash.Dash(params, lr=1.0, **{**OPTIONS, **options})
+    result = []
+    for step in range(steps):
+        lr_of_step(optimizer, step)
+        before = flat(params)
+        apply_step(optimizer, params, gradients[step])
+        result.append(flat(params) - before)
+    return result
+
+
+def test_defaults_are_the_cpp_defaults_and_reach_the_group():
+    params = make_params()
+    optimizer = dash.Dash(params, lr=3e-3, root_method="cn", scaling="fro", beta_grad=0.8)
+    group = optimizer.param_groups[0]
+    defaults = dash.default_options()
+    assert group["lr"] == 3e-3 and group["root_method"] == "cn" and group["scaling"] == "fro"
+    assert group["betas"] == (0.8, defaults["betas"][1])
+    assert group["block_size"] == 1024 and group["root_frequency"] == 10 and group["start_step"] == 10
+    assert group["precision"] == "fp32" and group["grafting"] == "adam"
+    assert "beta_grad" not in group
+
+
+@pytest.mark.parametrize("make_scheduler", [
+    lambda o: torch.optim.lr_scheduler.StepLR(o, step_size=2, gamma=0.5),
+    lambda o: torch.optim.lr_scheduler.CosineAnnealingLR(o, T_max=8),
+    lambda o: torch.optim.lr_scheduler.LambdaLR(o, lambda step: 1.0 / (1 + step)),
+    lambda o: torch.optim.lr_scheduler.OneCycleLR(o, max_lr=1.0, total_steps=8, cycle_momentum=False),
+], ids=["StepLR", "CosineAnnealingLR", "LambdaLR", "OneCycleLR"])
+def test_schedulers_set_the_lr_of_every_step(make_scheduler):
+    # The state depends on the gradients only, so each step's update is lr × the update at lr = 1.
+    unit = updates(lambda optimizer, step: None)
+    lrs = []
+    params = make_params()
+    gradients = fixed_gradients(params, len(unit))
+    optimizer = dash.Dash(params, lr=1.0, **OPTIONS)
+    scheduler = make_scheduler(optimizer)
+    for step in range(len(unit)):
+        lrs.append(optimizer.param_groups[0]["lr"])
+        before = flat(params)
+        apply_step(optimizer, params, gradients[step])
+        torch.testing.assert_close(flat(params) - before, lrs[-1] * unit[step], rtol=1e-5, atol=1e-6)  # float32 rounding of W
+        scheduler.step()
+    assert len(set(lrs)) > 2, f"the scheduler did not vary the lr: {lrs}"
+
+
+def test_one_cycle_momentum_cycles_beta_grad():
+    params = make_params()
+    gradients = fixed_gradients(params, 6)
+    optimizer = dash.Dash(params, lr=1.0, **OPTIONS)
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=0.1, total_steps=6)
+    seen = []
+    for step in range(6):
+        seen.append((optimizer.param_groups[0]["lr"], optimizer.param_groups[0]["betas"]))
+        apply_step(optimizer, params, gradients[step])
+        scheduler.step()
+    assert len({betas for _, betas in seen}) > 2
+    # The same lr and betas set by hand give the same parameters: they were applied.
+    replay = make_params()
+    by_hand = dash.Dash(replay, lr=1.0, **OPTIONS)
+    for step, (lr, betas) in enumerate(seen):
+        by_hand.param_groups[0].update(lr=lr, betas=betas)
+        apply_step(by_hand, replay, gradients[step])
+    assert torch.equal(flat(params), flat(replay))
+    # ...and differ from the same lrs with betas left alone.
+    fixed = make_params()
+    fixed_betas = dash.Dash(fixed, lr=1.0, **OPTIONS)
+    for step, (lr, _) in enumerate(seen):
+        fixed_betas.param_groups[0]["lr"] = lr
+        apply_step(fixed_betas, fixed, gradients[step])
+    assert not torch.equal(flat(params), flat(fixed))
+
+
+def test_hand_edited_weight_decay_and_lr_take_effect_at_the_next_step():
+    params = make_params()
+    gradients = fixed_gradients(params, 2)
+    optimizer = dash.Dash(params, lr=0.1, **OPTIONS)
+    apply_step(optimizer, params, gradients[0])
+    twin = clone_params(params)
+    twin_optimizer = dash.Dash(twin, lr=0.1, **OPTIONS)
+    twin_optimizer.load_state_dict(optimizer.state_dict())
+    optimizer.param_groups[0]["weight_decay"] = 0.5
+    before = [p.detach().clone() for p in params]
+    apply_step(optimizer, params, gradients[1])
+    apply_step(twin_optimizer, twin, gradients[1])
+    # Decoupled decay W ← W(1 − lr·wd) on top of the same update (2-D parameters only).
+    for i, shape in enumerate(SHAPES):
+        if len(shape) > 1:
+            expected = twin[i].detach() - 0.1 * 0.5 * before[i]
+            torch.testing.assert_close(params[i].detach(), expected, rtol=1e-5, atol=1e-6)
+    assert torch.equal(params[1].detach(), twin[1].detach())  # 1-D: not decayed by default
+
+
+def test_closure_is_evaluated_with_gradients_and_its_loss_returned():
+    params = make_params()
+    optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
+    calls = []
+
+    def closure():
+        optimizer.zero_grad()
+        loss = sum((p ** 2).sum() for p in params)
+        loss.backward()
+        calls.append(torch.is_grad_enabled())
+        return loss
+
+    loss = optimizer.step(closure)
+    assert calls == [True]
+    assert loss.item() == pytest.approx(sum((p.detach().double() ** 2).sum().item() for p in make_params()), rel=1e-5)
+
+
+def test_zero_grad_set_to_none():
+    params = make_params()
+    optimizer = dash.Dash(params)
+    for p in params:
+        p.grad = torch.ones_like(p)
+    optimizer.zero_grad(set_to_none=True)
+    assert all(p.grad is None for p in params)
+    for p in params:
+        p.grad = torch.ones_like(p)
+    optimizer.zero_grad(set_to_none=False)
+    assert all(p.grad is not None and p.grad.abs().sum() == 0 for p in params)
+
+
+def test_param_groups_with_their_own_options_and_add_param_group_before_the_first_step():
+    first, second = make_params(0)[:2], make_params(1)[2:]
+    optimizer = dash.Dash([{"params": first, "root_method": "ndb"}], lr=0.05, **{**OPTIONS, "root_method": "evd"})
+    optimizer.add_param_group({"params": second, "lr": 0.0, "beta_grad": 0.5})
+    assert optimizer.param_groups[0]["root_method"] == "ndb"
+    assert optimizer.param_groups[1]["betas"][0] == 0.5
+    before = [flat(first), flat(second)]
+    gradients = fixed_gradients(first + second, 1)[0]
+    apply_step(optimizer, first + second, gradients)
+    assert not torch.equal(flat(first), before[0])
+    assert torch.equal(flat(second), before[1])  # lr 0 in its own group
+    assert len(optimizer.diagnostics()["block_stacks"]) >= 2
+    with pytest.raises(RuntimeError, match="after the first step"):
+        optimizer.add_param_group({"params": [torch.zeros(3, 3, requires_grad=True)]})
+    assert len(optimizer.param_groups) == 2
+    apply_step(optimizer, first + second, gradients)  # still usable
+
+
+def test_state_dict_round_trip_through_torch_save_resumes_bit_identically():
+    steps, resume_at = 9, 5
+    params = make_params()
+    gradients = fixed_gradients(params, steps)
+    optimizer = dash.Dash(params, lr=0.02, momentum=0.5, **OPTIONS)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=3, gamma=0.5)
+    for step in range(resume_at):
+        apply_step(optimizer, params, gradients[step])
+        scheduler.step()
+    buffer = io.BytesIO()
+    torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+                "params": [p.detach() for p in params]}, buffer)
+
+    buffer.seek(0)
+    saved = torch.load(buffer)
+    resumed = [p.clone().requires_grad_() for p in saved["params"]]
+    resumed_optimizer = dash.Dash(resumed, lr=0.02, momentum=0.5, **OPTIONS)
+    resumed_scheduler = torch.optim.lr_scheduler.StepLR(resumed_optimizer, step_size=3, gamma=0.5)
+    resumed_optimizer.load_state_dict(saved["optimizer"])
+    resumed_scheduler.load_state_dict(saved["scheduler"])
+    assert resumed_optimizer.param_groups[0]["lr"] == optimizer.param_groups[0]["lr"]
+    for step in range(resume_at, steps):
+        apply_step(optimizer, params, gradients[step])
+        scheduler.step()
+        apply_step(resumed_optimizer, resumed, gradients[step])
+        resumed_scheduler.step()
+    assert torch.equal(flat(params), flat(resumed))
+    assert resumed_optimizer.diagnostics()["steps_taken"] == steps
+
+
+def test_a_foreign_state_dict_is_rejected_and_the_optimizer_stays_usable():
+    params = make_params()
+    optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
+    gradients = fixed_gradients(params, 3)
+    apply_step(optimizer, params, gradients[0])
+    own = optimizer.state_dict()
+
+    with pytest.raises(ValueError, match="another optimizer"):
+        optimizer.load_state_dict(torch.optim.AdamW(params).state_dict())
+    other_shapes = [torch.zeros(40, 25, requires_grad=True), torch.zeros(24, requires_grad=True),
+                    torch.zeros(9, 70, requires_grad=True)]
+    other = dash.Dash(other_shapes, lr=0.01, **OPTIONS)
+    with pytest.raises(ValueError, match="other parameters"):
+        optimizer.load_state_dict(other.state_dict())
+    with pytest.raises(ValueError, match="param groups"):
+        optimizer.load_state_dict(dash.Dash(params[:2], lr=0.01, **OPTIONS).state_dict())
+
+    # Unchanged by the failed loads: continues exactly like a copy that never saw them.
+    twin = clone_params(params)
+    twin_optimizer = dash.Dash(twin, lr=0.01, **OPTIONS)
+    twin_optimizer.load_state_dict(own)
+    for step in (1, 2):
+        apply_step(optimizer, params, gradients[step])
+        apply_step(twin_optimizer, twin, gradients[step])
+    assert torch.equal(flat(params), flat(twin))
+
+
+@pytest.mark.parametrize("options, message", [
+    (dict(root_methd="ndb"), "unknown option 'root_methd'; did you mean 'root_method'"),
+    (dict(root_method="svd"), "unknown root method 'svd'"),
+    (dict(scaling="power"), "unknown scaling 'power'"),
+    (dict(precision=16), "option 'precision' must be a string"),
+    (dict(block_size=0), "block_size must be >= 1"),
+    (dict(block_size=2.5), "option 'block_size' must be an integer"),
+    (dict(betas=(0.9, 1.5)), "beta_factor must be in"),
+    (dict(betas=(0.9, 0.99), beta_grad=0.5), "either betas or beta_grad"),
+    (dict(nesterov=1), "option 'nesterov' must be True or False"),
+    (dict(lr=-1.0), "lr must be finite and >= 0"),
+    (dict(root_method="ndb", exponent_override=3), "p = 1 or a power of two"),
+])
+def test_bad_options_raise_value_error_naming_them(options, message):
+    with pytest.raises(ValueError, match=message.replace("(", r"\(")):
+        dash.Dash(make_params(), **options)
+
+
+def test_bad_group_edit_is_refused_at_the_next_step_and_changes_nothing():
+    params = make_params()
+    optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
+    gradients = fixed_gradients(params, 2)
+    apply_step(optimizer, params, gradients[0])
+    optimizer.param_groups[0]["lr"] = float("nan")
+    with pytest.raises(ValueError, match="lr must be finite"):
+        apply_step(optimizer, params, gradients[1])
+    optimizer.param_groups[0]["lr"] = 0.01
+    optimizer.param_groups[0]["block_size"] = 8  # fixes the shapes of the state
+    with pytest.raises(RuntimeError, match="block_size"):
+        apply_step(optimizer, params, gradients[1])
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_non_finite_gradients_raise_or_skip(bad):
+    params = make_params()
+    gradients = fixed_gradients(params, 1)[0]
+    gradients[0][3, 4] = bad
+    optimizer = dash.Dash(params, **OPTIONS)
+    with pytest.raises(RuntimeError, match="non-finite gradient"):
+        apply_step(optimizer, params, gradients)
+
+    skipping = dash.Dash(params, non_finite_gradients="skip-step", **OPTIONS)
+    before = flat(params)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        apply_step(skipping, params, gradients)
+    assert torch.equal(flat(params), before)
+    assert skipping.diagnostics()["skipped_steps"] == 1
+    assert any("skipping a step" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
+def test_float64_and_bfloat16_parameters_keep_their_dtype_and_descend(dtype):
+    target = [torch.randn(shape, generator=torch.Generator().manual_seed(5)).to(dtype) for shape in SHAPES]
+    params = [torch.zeros(shape, dtype=dtype, requires_grad=True) for shape in SHAPES]
+    optimizer = dash.Dash(params, lr=0.05, **OPTIONS)
+
+    def loss():
+        return sum(((p.float() - t.float()) ** 2).sum() for p, t in zip(params, target))
+
+    start = loss().item()
+    for _ in range(30):
+        optimizer.zero_grad()
+        loss().backward()
+        optimizer.step()
+    assert all(p.dtype == dtype for p in params)
+    assert loss().item() < 0.5 * start
+
+
+def test_diagnostics_report_stacks_failures_and_state():
+    params = make_params()
+    optimizer = dash.Dash(params, **OPTIONS)
+    for gradients in fixed_gradients(params, 3):
+        apply_step(optimizer, params, gradients)
+    report = optimizer.diagnostics()
+    assert report["steps_taken"] == 3 and report["skipped_steps"] == 0
+    assert report["state_bytes"] > 0
+    shapes = {entry["shape"][1:] for entry in report["block_stacks"]}
+    assert (16, 16) in shapes and (9, 16) in shapes
+    assert all(stack["failures"] == 0 for stack in report["factor_stacks"])
+    assert {stack["size"] for stack in report["factor_stacks"]} >= {16, 9}
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_cuda_parameters_match_cpu():
+    cpu = make_params()
+    cuda = [p.detach().cuda().requires_grad_() for p in cpu]
+    gradients = fixed_gradients(cpu, 4)
+    cpu_optimizer = dash.Dash(cpu, lr=0.01, **OPTIONS)
+    cuda_optimizer = dash.Dash(cuda, lr=0.01, **OPTIONS)
+    for step in range(4):
+        apply_step(cpu_optimizer, cpu, gradients[step])
+        apply_step(cuda_optimizer, cuda, [g.cuda() for g in gradients[step]])
+    torch.testing.assert_close(flat(cuda).cpu(), flat(cpu), rtol=1e-4, atol=1e-5)
