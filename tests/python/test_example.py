@@ -1,0 +1,27 @@
+"""examples/train_gpt.py runs with both optimizers and its loss falls (a small model
+on a small text, to keep the suite fast)."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "dash"])
+def test_train_gpt_loss_falls(tmp_path, optimizer):
+    text = tmp_path / "text.txt"
+    text.write_text("The quick brown fox jumps over the lazy dog. " * 400 +
+                    "Shampoo preconditions each gradient with two factor matrices. " * 400)
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "train_gpt.py"), "--optimizer", optimizer, "--data", str(text),
+         "--steps", "40", "--dim", "32", "--layers", "1", "--heads", "2", "--seq-len", "32", "--batch-size", "8",
+         "--warmup-steps", "5", "--log-every", "5"],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    losses = [float(value) for value in re.findall(r"loss (\d+\.\d+)  step", result.stdout)]
+    assert len(losses) >= 5, result.stdout
+    assert losses[-1] < 0.6 * losses[0], result.stdout
+    assert re.search(r"validation loss \d+\.\d+", result.stdout)
