@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -36,12 +37,13 @@ class CMakeBuild(build_ext):
         subprocess.run(["cmake", "-S", str(ROOT), "-B", str(build_dir), *configure], check=True)
         jobs = os.environ.get("CMAKE_BUILD_PARALLEL_LEVEL", str(os.cpu_count() or 1))
         subprocess.run(["cmake", "--build", str(build_dir), "--target", "dash_python", "-j", jobs], check=True)
-        built = sorted((build_dir / "python" / "dash").glob("_C*.so"))
-        if len(built) != 1:
-            raise RuntimeError(f"expected one dash/_C*.so in {build_dir / 'python'}, found {built}")
+        # The module for this interpreter (a build folder may hold others' too).
+        built = build_dir / "python" / "dash" / ("_C" + sysconfig.get_config_var("EXT_SUFFIX"))
+        if not built.exists():
+            raise RuntimeError(f"the build did not produce {built}")
         target = Path(self.get_ext_fullpath(ext.name))
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(built[0], target)
+        shutil.copyfile(built, target)
 
 
 setup(ext_modules=[Extension("dash._C", sources=[])], cmdclass={"build_ext": CMakeBuild})

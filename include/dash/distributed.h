@@ -50,6 +50,10 @@ class DistributedContext {
   /// (data-parallel gradients). Tensors must be float32 and on one device.
   void average(const std::vector<at::Tensor>& tensors) const;
 
+  /// Raises, on every rank, an error naming `what` unless all ranks passed the same
+  /// `description` (compared by a 64-bit hash; one all-reduce of a tensor on `device`).
+  void check_same_on_all_ranks(const std::string& description, const at::Device& device, const std::string& what) const;
+
  private:
   c10::intrusive_ptr<ProcessGroup> group_;
   DistributedOptions options_;

@@ -120,11 +120,11 @@ struct BlockStackDiagnostics {
 struct DashDiagnostics {
   std::vector<FactorStackDiagnostics> factor_stacks;
   std::vector<BlockStackDiagnostics> block_stacks;
-  int64_t steps_taken = 0;    ///< step() calls that updated the state (skipped ones not included)
   int64_t skipped_steps = 0;  ///< steps skipped for non-finite gradients
   /// Scratch memory kept across steps and not counted in state_bytes(): the root
   /// solvers' reusable temporaries (a few stacks of the largest factor size).
   int64_t workspace_bytes = 0;
+  int64_t steps_taken = 0;  ///< step() calls that updated the state (skipped ones not included)
 };
 
 class Dash : public torch::optim::Optimizer {
@@ -165,6 +165,9 @@ class Dash : public torch::optim::Optimizer {
   std::map<std::string, double> phase_times_ms() const;
 
  private:
+  /// A fresh state for the param groups as they are (only before the first step).
+  void rebuild_engine();
+
   std::unique_ptr<optim::Engine> engine_;
   std::shared_ptr<const DistributedContext> distributed_;
 };

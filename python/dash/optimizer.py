@@ -1,6 +1,7 @@
 """dash.Dash: the C++ dash::Dash as a torch.optim.Optimizer."""
 
 import difflib
+import warnings
 from typing import Any, Callable, Dict, Iterable, Optional
 
 import torch
@@ -24,31 +25,41 @@ def _group_from_cpp(options: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def _cpp_from_group(group: Dict[str, Any]) -> Dict[str, Any]:
+    stray = [key for key in _BETA_KEYS if key in group]
+    if stray:
+        raise ValueError(f"dash.Dash: a param group holds '{stray[0]}'; in param groups β_G and β_LR are "
+                         "group['betas'] = (beta_grad, beta_factor)")
     options = {key: group[key] for key in _GROUP_KEYS if key in group and key != "betas"}
     if "betas" in group:
         betas = group["betas"]
-        if isinstance(betas, str) or len(betas) != 2:
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
             raise ValueError(f"dash: option 'betas' must be a pair (beta_grad, beta_factor), got {betas!r}")
         options.update(zip(_BETA_KEYS, betas))
     return options
 
 
-def _normalise_keywords(options: Dict[str, Any], where: str) -> None:
-    """Folds beta_grad/beta_factor into betas and rejects unknown keys, in place."""
+def _normalise_keywords(options: Dict[str, Any], where: str, default_betas, strict: bool) -> None:
+    """Folds beta_grad/beta_factor into betas, in place. Unknown keys: an error when
+    `strict` (constructor keywords), else kept (param groups may carry other keys,
+    e.g. a scheduler's or a name) with a warning when they look like a misspelt option."""
     given = [key for key in _BETA_KEYS if key in options]
     if given:
         if "betas" in options:
             raise ValueError(f"{where}: give either betas or {'/'.join(given)}, not both")
-        betas = list(_C.default_options()[key] for key in _BETA_KEYS)
+        betas = list(default_betas)
         for index, key in enumerate(_BETA_KEYS):
             if key in options:
                 betas[index] = options.pop(key)
         options["betas"] = tuple(betas)
     for key in options:
-        if key not in _GROUP_KEYS and key != "params":
-            close = difflib.get_close_matches(key, _GROUP_KEYS + _BETA_KEYS, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
+        if key in _GROUP_KEYS or key == "params":
+            continue
+        close = difflib.get_close_matches(str(key), _GROUP_KEYS, n=1, cutoff=0.8 if not strict else 0.6)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        if strict:
             raise ValueError(f"{where}: unknown option '{key}'{hint}")
+        if close:
+            warnings.warn(f"{where}: param group key '{key}' is not a dash option (ignored){hint}", stacklevel=3)
 
 
 class Dash(torch.optim.Optimizer):
@@ -81,8 +92,8 @@ class Dash(torch.optim.Optimizer):
         communication_dtype: str = "fp32",
         **options: Any,
     ):
-        _normalise_keywords(options, "dash.Dash")
         defaults = _group_from_cpp(_C.default_options())
+        _normalise_keywords(options, "dash.Dash", defaults["betas"], strict=True)
         defaults.update(options)
         defaults["lr"] = lr
         _C.validate_options(_cpp_from_group(defaults))  # ValueError naming a bad option
@@ -99,7 +110,7 @@ class Dash(torch.optim.Optimizer):
         self._params = self._param_identities()
 
     def add_param_group(self, param_group: Dict[str, Any]) -> None:
-        _normalise_keywords(param_group, "dash.Dash.add_param_group")
+        _normalise_keywords(param_group, "dash.Dash.add_param_group", self.defaults["betas"], strict=False)
         if self._cpp is not None and self._cpp.diagnostics()["steps_taken"] > 0:
             raise RuntimeError("dash.Dash: add_param_group after the first step is not supported; "
                                "add every param group before stepping")
@@ -127,7 +138,11 @@ class Dash(torch.optim.Optimizer):
 
     def state_dict(self) -> Dict[str, Any]:
         """The whole optimizer state as one byte tensor (the C++ checkpoint) plus the
-        param groups' options; goes through ``torch.save``/``torch.load``."""
+        param groups' options; goes through ``torch.save``/``torch.load``. (The per-parameter
+        ``state`` is empty: tools that rebuild optimizer state from it, such as
+        torch.distributed.checkpoint, are not supported.)"""
+        for hook in getattr(self, "_optimizer_state_dict_pre_hooks", {}).values():
+            hook(self)
         archive = bytearray(self._cpp.save())
         groups, start = [], 0
         for group in self.param_groups:
@@ -135,22 +150,32 @@ class Dash(torch.optim.Optimizer):
             packed["params"] = list(range(start, start + len(group["params"])))
             start += len(group["params"])
             groups.append(packed)
-        return {
+        state_dict = {
             "state": {},
             "param_groups": groups,
             "dash": {"format": _CHECKPOINT_FORMAT, "archive": torch.frombuffer(archive, dtype=torch.uint8)},
         }
+        for hook in getattr(self, "_optimizer_state_dict_post_hooks", {}).values():
+            state_dict = hook(self, state_dict) or state_dict
+        return state_dict
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
-        """Restores a ``state_dict()`` of a ``dash.Dash`` over the same parameters. On
-        any mismatch it raises ValueError and leaves this optimizer as it was."""
+        """Restores a ``state_dict()`` of a ``dash.Dash`` over the same parameters; the
+        param groups' options become the saved ones (the C++ checkpoint's, plus the saved
+        groups' other keys, e.g. a scheduler's). On any mismatch it raises ValueError
+        and leaves this optimizer as it was."""
+        for hook in getattr(self, "_optimizer_load_state_dict_pre_hooks", {}).values():
+            state_dict = hook(self, state_dict) or state_dict
         saved = state_dict.get("dash") if isinstance(state_dict, dict) else None
-        if not isinstance(saved, dict) or "archive" not in saved:
-            raise ValueError("dash.Dash.load_state_dict: not a dash.Dash state dict (no 'dash' entry); "
+        if not isinstance(saved, dict) or not isinstance(saved.get("archive"), torch.Tensor):
+            raise ValueError("dash.Dash.load_state_dict: not a dash.Dash state dict (no 'dash' archive); "
                              "was it saved by another optimizer?")
         if saved.get("format") != _CHECKPOINT_FORMAT:
             raise ValueError(f"dash.Dash.load_state_dict: unsupported state dict format {saved.get('format')!r}")
-        saved_groups = state_dict.get("param_groups", [])
+        saved_groups = state_dict.get("param_groups")
+        if not isinstance(saved_groups, list) or not all(
+                isinstance(group, dict) and isinstance(group.get("params"), list) for group in saved_groups):
+            raise ValueError("dash.Dash.load_state_dict: 'param_groups' must be a list of dicts with 'params' lists")
         sizes = [len(group["params"]) for group in saved_groups]
         own_sizes = [len(group["params"]) for group in self.param_groups]
         if sizes != own_sizes:
@@ -161,8 +186,18 @@ class Dash(torch.optim.Optimizer):
             self._cpp.load(archive)  # checks every shape before it changes anything
         except RuntimeError as error:
             raise ValueError(f"dash.Dash.load_state_dict: {error}") from error
-        for group, saved_group in zip(self.param_groups, saved_groups):
-            group.update({key: value for key, value in saved_group.items() if key != "params"})
+        for index, (group, saved_group) in enumerate(zip(self.param_groups, saved_groups)):
+            extra = {key: value for key, value in saved_group.items()
+                     if key not in _GROUP_KEYS and key not in _BETA_KEYS and key != "params"}
+            params = group["params"]
+            group.clear()  # the same dict: schedulers hold references to the groups
+            group.update(params=params, **extra, **_group_from_cpp(self._cpp.group_options(index)))
+        for hook in getattr(self, "_optimizer_load_state_dict_post_hooks", {}).values():
+            hook(self)
+
+    def __getstate__(self):
+        raise TypeError("dash.Dash cannot be pickled or copied (its state lives in C++); "
+                        "save and restore it with state_dict() / load_state_dict()")
 
     def diagnostics(self) -> Dict[str, Any]:
         """Root failures per factor stack, skipped steps, stack shapes, state bytes, Auto's

@@ -39,4 +39,27 @@ void DistributedContext::average(const std::vector<at::Tensor>& tensors) const {
   }
 }
 
+void DistributedContext::check_same_on_all_ranks(
+    const std::string& description, const at::Device& device, const std::string& what) const {
+  if (world_size() == 1) return;
+  uint64_t hash = 0xcbf29ce484222325ULL;  // FNV-1a
+  for (const unsigned char c : description) hash = (hash ^ c) * 0x100000001b3ULL;
+  const auto value = static_cast<int64_t>(hash >> 1);  // non-negative, so −value cannot overflow
+  // max(h) and max(−h) = −min(h) in one all-reduce: all equal iff max = min.
+  std::vector<at::Tensor> buffer{at::tensor({value, -value}, at::TensorOptions().dtype(at::kLong)).to(device)};
+  c10d::AllreduceOptions options;
+  options.reduceOp = c10d::ReduceOp::MAX;
+  auto work = group_->allreduce(buffer, options);
+  try {
+    work->wait(options_.timeout());
+  } catch (const std::exception& error) {
+    TORCH_CHECK(false, "dash: rank ", rank(), " of ", world_size(), ": the check that all ranks agree on the ", what,
+        " failed (a rank exited or hung?): ", error.what());
+  }
+  const auto extremes = buffer[0].cpu();
+  TORCH_CHECK(extremes[0].item<int64_t>() == -extremes[1].item<int64_t>(), "dash: rank ", rank(), " of ",
+      world_size(), ": the ranks disagree about the ", what,
+      "; distributed DASH needs the same parameters and options on every rank. This rank has:\n", description);
+}
+
 }  // namespace dash

@@ -16,9 +16,9 @@ namespace {
 
 constexpr int64_t kCheckpointFormat = 1;
 
-// Describes everything the state's shapes depend on; a checkpoint only loads into
-// an optimizer with the same description.
-std::string layout_signature(const optim::Engine& engine, const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+// The parameters and the options that shape the state, per group: what every rank
+// of a distributed optimizer must agree on.
+std::string groups_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
   std::string signature;
   for (size_t g = 0; g < groups.size(); ++g) {
     const auto& options = static_cast<const DashOptions&>(groups[g].options());
@@ -30,6 +30,13 @@ std::string layout_signature(const optim::Engine& engine, const std::vector<torc
     for (const auto& param : groups[g].params()) signature += " " + c10::str(param.sizes());
     signature += "\n";
   }
+  return signature;
+}
+
+// Describes everything the state's shapes depend on; a checkpoint only loads into
+// an optimizer with the same description.
+std::string layout_signature(const optim::Engine& engine, const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+  std::string signature = groups_signature(groups);
   signature += "stacks " + std::to_string(engine.stacks.size()) + " factors " + std::to_string(engine.factors.size());
   if (engine.distributed) {
     // Each rank's checkpoint holds its share of the blocks, which depends on both.
@@ -37,6 +44,19 @@ std::string layout_signature(const optim::Engine& engine, const std::vector<torc
         std::to_string(engine.distributed->world_size());
   }
   return signature;
+}
+
+// Ranks that disagree about the parameters would split different blocks and apply
+// each other's updates to the wrong elements; this one collective rules it out.
+void check_ranks_agree(const DistributedContext* distributed, const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+  if (distributed == nullptr || distributed->world_size() == 1) return;
+  at::Device device = at::kCPU;
+  for (const auto& group : groups) {
+    if (!group.params().empty()) device = group.params().front().device();
+  }
+  distributed->check_same_on_all_ranks(groups_signature(groups), device,
+      "parameter shapes and state-shaping options (block_size, one_dimensional, exponent_override, grafting, "
+      "momentum)");
 }
 
 template <typename Visit>
@@ -75,6 +95,7 @@ Dash::Dash(std::vector<torch::optim::OptimizerParamGroup> param_groups, DashOpti
   for (const auto& group : param_groups_) {
     optim::check_options(static_cast<const DashOptions&>(group.options()));
   }
+  check_ranks_agree(distributed_.get(), param_groups_);
   engine_ = std::make_unique<optim::Engine>(param_groups_, distributed_);
 }
 
@@ -82,6 +103,14 @@ Dash::Dash(std::vector<at::Tensor> params, DashOptions defaults, std::shared_ptr
     : Dash({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(distributed)) {}
 
 Dash::~Dash() = default;
+
+void Dash::rebuild_engine() {
+  check_ranks_agree(distributed_.get(), param_groups_);
+  auto engine = std::make_unique<optim::Engine>(param_groups_, distributed_);
+  engine->skipped_steps = engine_->skipped_steps;
+  engine->profile.enable(engine_->profile.enabled());
+  engine_ = std::move(engine);
+}
 
 at::Tensor Dash::step(LossClosure closure) {
   at::NoGradGuard no_grad;
@@ -92,10 +121,13 @@ at::Tensor Dash::step(LossClosure closure) {
   }
   // Every step: setters and param-group edits get the construction's checks.
   for (const auto& group : param_groups_) optim::check_options(static_cast<const DashOptions&>(group.options()));
-  if (!engine_->matches(param_groups_)) {
-    TORCH_CHECK(engine_->steps_taken == 0,
+  const bool same_params = engine_->matches(param_groups_);
+  if (!same_params || (engine_->steps_taken == 0 && !engine_->layout_matches(param_groups_))) {
+    // Before the first step nothing is lost: the state is rebuilt for the groups as
+    // they are now (parameters added, or options that shape the state edited).
+    TORCH_CHECK(same_params || engine_->steps_taken == 0,
         "dash::Dash: parameters changed after the first step; add all parameter groups before stepping");
-    engine_ = std::make_unique<optim::Engine>(param_groups_, distributed_);
+    rebuild_engine();
   }
   engine_->check_layout(param_groups_);
   engine_->step(param_groups_);

@@ -197,6 +197,13 @@ void Engine::check_layout(const std::vector<torch::optim::OptimizerParamGroup>& 
   }
 }
 
+bool Engine::layout_matches(const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
+  for (size_t g = 0; g < groups.size() && g < layouts_.size(); ++g) {
+    if (state_layout(options_of(groups[g])) != layouts_[g]) return false;
+  }
+  return true;
+}
+
 bool Engine::matches(const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
   size_t index = 0;
   for (const auto& group : groups) {

@@ -89,6 +89,8 @@ class Engine {
 
   /// Rejects edits, after construction, of the options that shaped the state.
   void check_layout(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
+  /// Whether every group's state_layout() is still the one the state was built for.
+  bool layout_matches(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
 
   /// Bytes sent plus received per step by this rank; 0 in a single process.
   int64_t communicated_bytes_per_step() const;

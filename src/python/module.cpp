@@ -65,7 +65,7 @@ void bind_inverse_root(py::module_& module) {
   module.def(
       "estimate_spectral_scale",
       [](const at::Tensor& matrices, const py::kwargs& options) {
-        const auto root_options = inverse_root_options_from(options);
+        const auto root_options = checked_root_options(/*p=*/1, options);  // every method takes p = 1
         py::gil_scoped_release release;
         return estimate_spectral_scale(matrices, root_options);
       },

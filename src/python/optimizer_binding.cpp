@@ -34,6 +34,12 @@ torch::optim::OptimizerParamGroup param_group(std::vector<at::Tensor> params, co
 // torch built elsewhere may not, and then the error says so.
 std::shared_ptr<const DistributedContext> distributed_context(
     const py::object& process_group, const std::string& device_type, const std::string& communication_dtype) {
+  DistributedOptions options;
+  try {
+    options.communication_dtype(parse_communication_dtype(communication_dtype));
+  } catch (const c10::Error& error) {
+    throw py::value_error(std::string("dash.Dash: communication_dtype: ") + error.what_without_backtrace());
+  }
   if (process_group.is_none()) return nullptr;
   c10::intrusive_ptr<c10d::ProcessGroup> group;
   try {
@@ -43,8 +49,6 @@ std::shared_ptr<const DistributedContext> distributed_context(
         " is not a c10d ProcessGroup this build of dash can use (torch and dash must be built with the same "
         "pybind11 ABI; see docs/python.md)");
   }
-  DistributedOptions options;
-  options.communication_dtype(parse_communication_dtype(communication_dtype));
   return std::make_shared<DistributedContext>(compat::backend_for(group, c10::Device(device_type).type()), options);
 }
 
@@ -112,10 +116,18 @@ void step(Dash& optimizer, const py::list& group_options) {
     options.push_back(dash_options_from(group_options[g].cast<py::dict>(), /*ignore_unknown=*/true,
         static_cast<const DashOptions&>(groups[g].options())));
   }
-  for (size_t g = 0; g < groups.size(); ++g) static_cast<DashOptions&>(groups[g].options()) = options[g];
+  // A refused step (a state-layout edit, a non-finite gradient) leaves the options
+  // as they were, so that the optimizer still saves and loads consistently.
+  for (size_t g = 0; g < groups.size(); ++g) std::swap(static_cast<DashOptions&>(groups[g].options()), options[g]);
   torch::PyWarningHandler warnings_to_python;  // TORCH_WARN (a skipped step) as a Python warning
-  py::gil_scoped_release release;
-  optimizer.step();
+  try {
+    py::gil_scoped_release release;
+    optimizer.step();
+  } catch (...) {
+    for (size_t g = 0; g < groups.size(); ++g) std::swap(static_cast<DashOptions&>(groups[g].options()), options[g]);
+    warnings_to_python.set_in_exception();  // the error wins over buffered warnings
+    throw;
+  }
 }
 
 }  // namespace

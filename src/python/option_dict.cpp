@@ -60,11 +60,22 @@ Value from_python(py::handle value, const std::string& key) {
       throw py::value_error("dash: option '" + key + "': " + error.what_without_backtrace());
     }
   } else if constexpr (std::is_same_v<Value, bool>) {
-    if (!py::isinstance<py::bool_>(value)) bad_value(key, "True or False", value);
-    return value.cast<bool>();
+    // numpy.bool_ and one-element bool tensors are not Python bools but say what they mean.
+    const bool boolean = py::isinstance<py::bool_>(value) ||
+        (py::hasattr(value, "dtype") && py::str(value.attr("dtype")).cast<std::string>().find("bool") != std::string::npos);
+    const int truth = boolean ? PyObject_IsTrue(value.ptr()) : -1;
+    if (truth < 0) {
+      PyErr_Clear();  // e.g. a bool tensor of several elements
+      bad_value(key, "True or False", value);
+    }
+    return truth == 1;
   } else if constexpr (std::is_same_v<Value, int64_t>) {
     if (py::isinstance<py::bool_>(value) || !PyIndex_Check(value.ptr())) bad_value(key, "an integer", value);
-    return py::int_(py::reinterpret_borrow<py::object>(value)).cast<int64_t>();
+    try {
+      return py::int_(py::reinterpret_borrow<py::object>(value)).cast<int64_t>();
+    } catch (const py::cast_error&) {
+      bad_value(key, "an integer that fits in 64 bits", value);
+    }
   } else {
     static_assert(std::is_same_v<Value, double>);
     if (py::isinstance<py::bool_>(value) || py::isinstance<py::str>(value)) bad_value(key, "a number", value);

@@ -172,6 +172,24 @@ TEST(DashSafety, OptionsEditedLaterAreCheckedToo) {
   EXPECT_TRUE(at::isfinite(param).all().item<bool>());
 }
 
+// Before the first step there is no state to keep: edits of the options that shape
+// it are applied by rebuilding it (a scheduler may set momentum at construction).
+TEST(DashSafety, OptionsThatShapeTheStateMayChangeBeforeTheFirstStep) {
+  auto param = at::ones({4, 4}).set_requires_grad(true);
+  Dash optimizer({param}, DashOptions(0.1).block_size(4));
+  auto& options = static_cast<DashOptions&>(optimizer.param_groups()[0].options());
+  options.block_size(2).momentum(0.5);
+  param.mutable_grad() = at::ones({4, 4});
+  optimizer.step();
+  const auto diagnostics = optimizer.diagnostics();
+  ASSERT_EQ(diagnostics.block_stacks.size(), 1u);
+  EXPECT_EQ(diagnostics.block_stacks[0].rows, 2);
+  EXPECT_EQ(diagnostics.block_stacks[0].count, 4);
+  EXPECT_EQ(diagnostics.steps_taken, 1);
+  options.block_size(4);
+  EXPECT_THAT(error_of([&] { optimizer.step(); }), HasSubstr("block_size"));
+}
+
 // The same tensor twice would be updated twice; a gradient of another shape
 // (even with the same element count) is not this parameter's.
 TEST(DashSafety, DuplicateParametersAndMisshapenGradientsAreRejected) {

@@ -1,7 +1,10 @@
 """One rank of test_distributed.py: trains the shared problem with dash.Dash over
 torch.distributed (Gloo) and saves its final parameters to OUT_DIR/rank<R>.pt.
 
-usage: distributed_worker.py OUT_DIR default|explicit   (RANK, WORLD_SIZE, MASTER_* set)
+usage: distributed_worker.py OUT_DIR default|explicit|mismatch   (RANK, WORLD_SIZE, MASTER_* set)
+
+mismatch: rank 1 has a parameter of another shape; every rank must refuse to start
+(prints the error and exits 3).
 """
 
 import sys
@@ -16,6 +19,14 @@ from distributed_problem import STEPS, make_optimizer, train
 out_dir, which_group = Path(sys.argv[1]), sys.argv[2]
 dist.init_process_group("gloo")
 group = dist.new_group(list(range(dist.get_world_size()))) if which_group == "explicit" else None
+if which_group == "mismatch":
+    shapes = [(20, 16)] if dist.get_rank() == 0 else [(30, 16)]
+    try:
+        dash.Dash([torch.zeros(shape, requires_grad=True) for shape in shapes])
+    except RuntimeError as error:
+        print(error)
+        sys.exit(3)
+    sys.exit(0)
 params, optimizer = make_optimizer(process_group=group)
 assert optimizer.diagnostics()["communicated_bytes_per_step"] > 0, "not distributed"
 train(params, optimizer, STEPS)

@@ -21,18 +21,23 @@ def free_port():
         return probe.getsockname()[1]
 
 
-@pytest.mark.parametrize("which_group", ["default", "explicit"])
-def test_two_ranks_match_one_process_bitwise(tmp_path, which_group):
-    world_size = 2
+def run_ranks(tmp_path, mode, world_size=2):
+    """Runs distributed_worker.py as `world_size` local ranks: [(exit code, output)]."""
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(world_size),
                PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
-    ranks = [subprocess.Popen([sys.executable, str(HERE / "distributed_worker.py"), str(tmp_path), which_group],
+    ranks = [subprocess.Popen([sys.executable, str(HERE / "distributed_worker.py"), str(tmp_path), mode],
                               env=dict(env, RANK=str(rank)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                               text=True)
              for rank in range(world_size)]
-    for rank, process in enumerate(ranks):
-        output, _ = process.communicate(timeout=180)
-        assert process.returncode == 0, f"rank {rank} failed:\n{output}"
+    return [(process.returncode, output) for process, (output, _) in
+            ((process, process.communicate(timeout=180)) for process in ranks)]
+
+
+@pytest.mark.parametrize("which_group", ["default", "explicit"])
+def test_two_ranks_match_one_process_bitwise(tmp_path, which_group):
+    world_size = 2
+    for rank, (code, output) in enumerate(run_ranks(tmp_path, which_group, world_size)):
+        assert code == 0, f"rank {rank} failed:\n{output}"
 
     params, optimizer = make_optimizer(distributed=False)
     initial = [p.detach().clone() for p in params]
@@ -42,3 +47,9 @@ def test_two_ranks_match_one_process_bitwise(tmp_path, which_group):
         distributed = torch.load(tmp_path / f"rank{rank}.pt")
         for single, shared in zip(params, distributed):
             assert torch.equal(single.detach(), shared), f"rank {rank} differs from one process"
+
+
+def test_ranks_with_different_parameters_refuse_to_start(tmp_path):
+    for rank, (code, output) in enumerate(run_ranks(tmp_path, "mismatch")):
+        assert code == 3, f"rank {rank} did not refuse:\n{output}"
+        assert "the ranks disagree about the parameter shapes" in output, output

@@ -136,35 +136,54 @@ def test_closure_is_evaluated_with_gradients_and_its_loss_returned():
     assert loss.item() == pytest.approx(sum((p.detach().double() ** 2).sum().item() for p in make_params()), rel=1e-5)
 
 
-def test_zero_grad_set_to_none():
-    params = make_params()
-    optimizer = dash.Dash(params)
-    for p in params:
-        p.grad = torch.ones_like(p)
-    optimizer.zero_grad(set_to_none=True)
-    assert all(p.grad is None for p in params)
-    for p in params:
-        p.grad = torch.ones_like(p)
-    optimizer.zero_grad(set_to_none=False)
-    assert all(p.grad is not None and p.grad.abs().sum() == 0 for p in params)
-
-
-def test_param_groups_with_their_own_options_and_add_param_group_before_the_first_step():
+def test_each_param_group_steps_with_its_own_options():
+    # One optimizer with two groups (own root method, lr, betas) moves each group
+    # exactly as an optimizer holding only that group with those options.
+    steps = 5
     first, second = make_params(0)[:2], make_params(1)[2:]
+    gradients = fixed_gradients(first + second, steps)
     optimizer = dash.Dash([{"params": first, "root_method": "ndb"}], lr=0.05, **{**OPTIONS, "root_method": "evd"})
-    optimizer.add_param_group({"params": second, "lr": 0.0, "beta_grad": 0.5})
-    assert optimizer.param_groups[0]["root_method"] == "ndb"
-    assert optimizer.param_groups[1]["betas"][0] == 0.5
-    before = [flat(first), flat(second)]
-    gradients = fixed_gradients(first + second, 1)[0]
-    apply_step(optimizer, first + second, gradients)
-    assert not torch.equal(flat(first), before[0])
-    assert torch.equal(flat(second), before[1])  # lr 0 in its own group
-    assert len(optimizer.diagnostics()["block_stacks"]) >= 2
+    optimizer.add_param_group({"params": second, "lr": 0.02, "beta_grad": 0.5, "name": "head"})
+    assert optimizer.param_groups[1]["betas"] == (0.5, optimizer.defaults["betas"][1])
+    assert optimizer.param_groups[1]["name"] == "head"  # other keys are kept, as torch does
+    alone = [clone_params(first), clone_params(second)]
+    alone_optimizers = [dash.Dash(alone[0], lr=0.05, **{**OPTIONS, "root_method": "ndb"}),
+                        dash.Dash(alone[1], lr=0.02, beta_grad=0.5, **OPTIONS)]
+    for step in range(steps):
+        apply_step(optimizer, first + second, gradients[step])
+        apply_step(alone_optimizers[0], alone[0], gradients[step][:2])
+        apply_step(alone_optimizers[1], alone[1], gradients[step][2:])
+    assert torch.equal(flat(first), flat(alone[0])) and torch.equal(flat(second), flat(alone[1]))
+    ndb_instead = clone_params(make_params(1)[2:])
+    ndb_optimizer = dash.Dash(ndb_instead, lr=0.02, beta_grad=0.5, **{**OPTIONS, "root_method": "ndb"})
+    for step in range(steps):
+        apply_step(ndb_optimizer, ndb_instead, gradients[step][2:])
+    assert not torch.equal(flat(second), flat(ndb_instead)), "the root method made no difference"
+
+
+def test_add_param_group_after_the_first_step_is_refused_and_changes_nothing():
+    params = make_params()
+    optimizer = dash.Dash(params[:2], lr=0.05, **OPTIONS)
+    gradients = fixed_gradients(params[:2], 2)
+    apply_step(optimizer, params[:2], gradients[0])
     with pytest.raises(RuntimeError, match="after the first step"):
-        optimizer.add_param_group({"params": [torch.zeros(3, 3, requires_grad=True)]})
-    assert len(optimizer.param_groups) == 2
-    apply_step(optimizer, first + second, gradients)  # still usable
+        optimizer.add_param_group({"params": params[2:]})
+    assert len(optimizer.param_groups) == 1
+    apply_step(optimizer, params[:2], gradients[1])  # still usable
+
+
+def test_state_shaping_options_may_change_before_the_first_step():
+    # CyclicLR (cycle_momentum=True) writes group["momentum"] at construction.
+    params = make_params()
+    optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
+    optimizer.param_groups[0]["block_size"] = 8
+    scheduler = torch.optim.lr_scheduler.CyclicLR(optimizer, base_lr=1e-3, max_lr=1e-2, step_size_up=2)
+    assert optimizer.param_groups[0]["momentum"] > 0
+    for gradients in fixed_gradients(params, 4):
+        apply_step(optimizer, params, gradients)
+        scheduler.step()
+    shapes = {entry["shape"][1:] for entry in optimizer.diagnostics()["block_stacks"]}
+    assert (8, 8) in shapes and all(max(shape) <= 8 for shape in shapes), shapes
 
 
 def test_state_dict_round_trip_through_torch_save_resumes_bit_identically():
@@ -236,6 +255,9 @@ def test_a_foreign_state_dict_is_rejected_and_the_optimizer_stays_usable():
     (dict(nesterov=1), "option 'nesterov' must be True or False"),
     (dict(lr=-1.0), "lr must be finite and >= 0"),
     (dict(root_method="ndb", exponent_override=3), "p = 1 or a power of two"),
+    (dict(block_size=2**64), "an integer that fits in 64 bits"),
+    (dict(betas=0.9), "must be a pair"),
+    (dict(communication_dtype="int8"), "unknown communication dtype 'int8'"),
 ])
 def test_bad_options_raise_value_error_naming_them(options, message):
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
@@ -245,8 +267,11 @@ def test_bad_options_raise_value_error_naming_them(options, message):
 def test_bad_group_edit_is_refused_at_the_next_step_and_changes_nothing():
     params = make_params()
     optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
-    gradients = fixed_gradients(params, 2)
+    gradients = fixed_gradients(params, 3)
     apply_step(optimizer, params, gradients[0])
+    twin = clone_params(params)
+    twin_optimizer = dash.Dash(twin, lr=0.01, **OPTIONS)
+    twin_optimizer.load_state_dict(optimizer.state_dict())
     optimizer.param_groups[0]["lr"] = float("nan")
     with pytest.raises(ValueError, match="lr must be finite"):
         apply_step(optimizer, params, gradients[1])
@@ -254,6 +279,54 @@ def test_bad_group_edit_is_refused_at_the_next_step_and_changes_nothing():
     optimizer.param_groups[0]["block_size"] = 8  # fixes the shapes of the state
     with pytest.raises(RuntimeError, match="block_size"):
         apply_step(optimizer, params, gradients[1])
+    saved_after_refusal = optimizer.state_dict()  # what an except: block would save
+    optimizer.param_groups[0]["block_size"] = OPTIONS["block_size"]
+    resumed = clone_params(params)
+    resumed_optimizer = dash.Dash(resumed, lr=0.01, **OPTIONS)
+    resumed_optimizer.load_state_dict(saved_after_refusal)
+    for step in (1, 2):
+        for p, o in ((params, optimizer), (twin, twin_optimizer), (resumed, resumed_optimizer)):
+            apply_step(o, p, gradients[step])
+    assert torch.equal(flat(params), flat(twin)) and torch.equal(flat(resumed), flat(twin))
+
+
+def test_load_state_dict_takes_the_options_of_the_checkpoint_and_rejects_malformed_ones():
+    params = make_params()
+    optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
+    apply_step(optimizer, params, fixed_gradients(params, 1)[0])
+    saved = optimizer.state_dict()
+    saved["param_groups"][0]["block_size"] = 8  # edited by hand: the archive's 16 is what the state has
+    saved["param_groups"][0]["initial_lr"] = 0.5  # a scheduler's key is kept
+    other = dash.Dash(clone_params(params), lr=0.3, **OPTIONS)
+    other.load_state_dict(saved)
+    assert other.param_groups[0]["block_size"] == 16 and other.param_groups[0]["lr"] == 0.01
+    assert other.param_groups[0]["initial_lr"] == 0.5
+    for broken, message in [
+        ({**saved, "param_groups": [{"lr": 0.1}]}, "'params' lists"),
+        ({**saved, "dash": {"format": 1, "archive": b"abc"}}, "no 'dash' archive"),
+        ({**saved, "dash": {"format": 1, "archive": saved["dash"]["archive"][:100]}}, "not a dash checkpoint"),
+        ({**saved, "dash": {**saved["dash"], "format": 7}}, "format 7"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            other.load_state_dict(broken)
+    apply_step(other, list(other.param_groups[0]["params"]), fixed_gradients(params, 1)[0])
+
+
+def test_copying_or_pickling_is_refused_with_a_pointer_to_state_dict():
+    import copy
+
+    optimizer = dash.Dash(make_params())
+    with pytest.raises(TypeError, match="state_dict"):
+        copy.deepcopy(optimizer)
+
+
+def test_group_keys_that_look_like_misspelt_options_warn():
+    with pytest.warns(UserWarning, match="did you mean 'weight_decay'"):
+        dash.Dash([{"params": make_params(), "weight_decya": 0.1}])
+    with pytest.raises(ValueError, match="group\\['betas'\\]"):
+        optimizer = dash.Dash(make_params(), **OPTIONS)
+        optimizer.param_groups[0]["beta_grad"] = 0.5
+        optimizer.step()
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])
