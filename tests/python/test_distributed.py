@@ -23,7 +23,9 @@ def free_port():
 
 def run_ranks(tmp_path, mode, world_size=2):
     """Runs distributed_worker.py as `world_size` local ranks: [(exit code, output)]."""
+    # USE_LIBUV=0: torch ≥ 2.4 asks for a libuv TCPStore, which Debian's torch lacks.
     env = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(world_size),
+               USE_LIBUV="0",
                PYTHONPATH=os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
     ranks = [subprocess.Popen([sys.executable, str(HERE / "distributed_worker.py"), str(tmp_path), mode],
                               env=dict(env, RANK=str(rank)), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -173,12 +173,12 @@ def test_add_param_group_after_the_first_step_is_refused_and_changes_nothing():
 
 
 def test_state_shaping_options_may_change_before_the_first_step():
-    # CyclicLR (cycle_momentum=True) writes group["momentum"] at construction.
+    # As torch 1.13's CyclicLR (cycle_momentum=True) does to group["momentum"].
     params = make_params()
     optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
-    optimizer.param_groups[0]["block_size"] = 8
-    scheduler = torch.optim.lr_scheduler.CyclicLR(optimizer, base_lr=1e-3, max_lr=1e-2, step_size_up=2)
-    assert optimizer.param_groups[0]["momentum"] > 0
+    optimizer.param_groups[0].update(block_size=8, momentum=0.8)
+    scheduler = torch.optim.lr_scheduler.CyclicLR(optimizer, base_lr=1e-3, max_lr=1e-2, step_size_up=2,
+                                                  cycle_momentum=False)
     for gradients in fixed_gradients(params, 4):
         apply_step(optimizer, params, gradients)
         scheduler.step()
