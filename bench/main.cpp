@@ -22,8 +22,9 @@ int main(int argc, char** argv) {
       "                       [--block 256] [--frequencies 1,10] [--methods evd,cn,ndb,chebyshev]\n"
       "                       [--scalings fro,pi,multi-pi] [--precisions fp32,fp16,bf16] [--baseline 1]\n"
       "                       [--warmup 1] [--steps K] [--device cpu|cuda] [--profile 0|1] [--json PATH]\n"
-      "                       [--executions batched,auto] [--interleave 0|1]\n"
-      "                       (--interleave 1: all configurations step in turns, for paired ratios)\n"
+      "                       [--executions batched,auto] [--interleave 0|1] [--eigen-tolerances 0,0.05]\n"
+      "                       (--interleave 1: all configurations step in turns, for paired ratios;\n"
+      "                        --eigen-tolerances: EVD once per eigen_refresh_tolerance, 0 = eigh every time)\n"
       "       dash-bench distributed [--preset llama-tiny] [--layers N] [--block 256] [--frequency 10]\n"
       "                       [--method ndb] [--scaling multi-pi] [--communication fp32|bf16|fp16]\n"
       "                       [--nproc 1] [--warmup 2] [--steps 20] [--json PATH]\n";

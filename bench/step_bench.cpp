@@ -243,15 +243,22 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
       const auto precision = parse_matmul_precision(precision_name);
       std::vector<std::string> scalings = arguments.list("scalings");
       if (method == RootMethod::EVD) scalings = {"fro"};  // EVD uses no spectral scaling
+      // Warm-started eigenbases: EVD only (one configuration per tolerance).
+      std::vector<std::string> tolerances = {"0"};
+      if (method == RootMethod::EVD) tolerances = arguments.list("eigen-tolerances");
       for (const auto& scaling_name : scalings) {
         const auto scaling = parse_scaling(scaling_name);
-        for (const auto& execution_name : arguments.list("executions")) {
-          const auto execution = parse_execution(execution_name);
-          auto options = DashOptions(base).execution(execution).root(
-              InverseRootOptions().method(method).scaling(scaling).precision(precision));
-          result.push_back({to_string(execution) + " " + to_string(method) + " " +
-                  (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " + to_string(precision),
-              false, options});
+        for (const auto& tolerance_name : tolerances) {
+          const double tolerance = std::stod(tolerance_name);
+          for (const auto& execution_name : arguments.list("executions")) {
+            const auto execution = parse_execution(execution_name);
+            auto options = DashOptions(base).execution(execution).root(InverseRootOptions().method(method).scaling(
+                scaling).precision(precision).eigen_refresh_tolerance(tolerance));
+            result.push_back({to_string(execution) + " " + to_string(method) +
+                    (tolerance > 0.0 ? " warm τ=" + tolerance_name : std::string()) + " " +
+                    (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " + to_string(precision),
+                false, options});
+          }
         }
       }
     }
@@ -266,7 +273,8 @@ int run_step_bench(const std::vector<std::string>& args) {
       {"preset", "llama-tiny"}, {"layers", "-1"}, {"shapes", ""}, {"block", "256"}, {"frequencies", "1,10"},
       {"methods", "evd,cn,ndb,chebyshev"}, {"scalings", "fro,pi,multi-pi"}, {"precisions", "fp32,fp16,bf16"},
       {"baseline", "1"}, {"warmup", "1"}, {"steps", "0"}, {"device", "cpu"}, {"json", ""}, {"profile", "0"},
-      {"seed", "0"}, {"interleave", "0"}, {"executions", "batched,auto"}});
+      {"seed", "0"}, {"interleave", "0"}, {"executions", "batched,auto"},
+      {"eigen-tolerances", "0"}});
   const auto model = arguments.text("shapes").empty()
       ? preset_model(arguments.text("preset"), arguments.integer("layers"))
       : parse_shapes(arguments.text("shapes"));

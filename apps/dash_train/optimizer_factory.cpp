@@ -38,7 +38,9 @@ std::unique_ptr<torch::optim::Optimizer> make_dash(const TrainConfig& config, co
                         .newton_steps(config.newton_steps)
                         .power_iterations(config.power_iterations)
                         .chebyshev_degree(config.chebyshev_degree)
-                        .epsilon(config.root_epsilon);
+                        .epsilon(config.root_epsilon)
+                        .eigen_refresh_tolerance(config.eigen_refresh_tolerance)
+                        .eigen_warm_iterations(config.eigen_warm_iterations);
   const auto options = dash::DashOptions(config.lr)
                            .beta_grad(config.beta1)
                            .beta_graft(config.beta2)

@@ -71,6 +71,9 @@ const std::vector<Key>& keys() {
       {"power_iterations", &TrainConfig::power_iterations, "power-iteration steps of pi / multi-pi scaling", true},
       {"chebyshev_degree", &TrainConfig::chebyshev_degree, "Chebyshev polynomial degree", true},
       {"root_epsilon", &TrainConfig::root_epsilon, "ε of (A + εI)^{-1/p}", true},
+      {"eigen_refresh_tolerance", &TrainConfig::eigen_refresh_tolerance,
+          "evd: reuse a factor's eigenvectors while its root stays within this relative error (0: eigh every time)", true},
+      {"eigen_warm_iterations", &TrainConfig::eigen_warm_iterations, "evd: QR steps from the previous eigenvectors", true},
       {"beta_factor", &TrainConfig::beta_factor, "EMA of the Shampoo factors L, R", true},
   };
   return table;

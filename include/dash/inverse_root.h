@@ -18,6 +18,7 @@ namespace dash {
 namespace linalg {
 class Scratch;
 }  // namespace linalg
+struct Eigenbasis;
 
 /// How the inverse root is computed.
 enum class RootMethod {
@@ -70,6 +71,15 @@ struct InverseRootOptions {
   /// δ = max(epsilon / s, chebyshev_interval_min). Eigenvalues below δ·s are
   /// extrapolated and come out regularised (less than their true inverse root).
   TORCH_ARG(double, chebyshev_interval_min) = 1e-3;
+  /// EVD with an Eigenbasis (the optimizer keeps one per factor): a matrix whose
+  /// previous eigenvectors Q still give its root to within τ (relative, as
+  /// estimated to first order from the off-diagonal part of QᵀAQ) keeps them (its
+  /// root costs 3 matmuls instead of an eigh); the others get
+  /// `eigen_warm_iterations` QR-algorithm steps from Q, and eigh if still above τ.
+  /// 0: eigh every time (no warm start).
+  TORCH_ARG(double, eigen_refresh_tolerance) = 0.0;
+  /// QR-algorithm steps from the previous eigenvectors before falling back to eigh.
+  TORCH_ARG(int64_t, eigen_warm_iterations) = 1;
   /// Regularisation: the root of A + εI is computed.
   TORCH_ARG(double, epsilon) = 1e-10;
   TORCH_ARG(MatmulPrecision, precision) = MatmulPrecision::FP32;
@@ -106,6 +116,8 @@ class InverseRootWorkspace {
 
  private:
   friend at::Tensor inverse_root(const at::Tensor&, int64_t, const InverseRootOptions&, InverseRootWorkspace&);
+  friend at::Tensor inverse_root(
+      const at::Tensor&, int64_t, const InverseRootOptions&, InverseRootWorkspace&, Eigenbasis&);
   std::unique_ptr<linalg::Scratch> scratch_;
 };
 
@@ -117,6 +129,28 @@ at::Tensor inverse_root(
     int64_t p,
     const InverseRootOptions& options,
     InverseRootWorkspace& workspace);
+
+/// Eigenvectors kept from one EVD root computation to the next, for matrices that
+/// change little in between (a Shampoo factor between two root steps): the warm
+/// start of Distributed Shampoo's QR eigendecomposition, plus its adaptive refresh.
+/// inverse_root(..., basis) reads the previous basis and replaces the tensors.
+struct Eigenbasis {
+  at::Tensor vectors;  ///< (N, b, b): columns are eigenvectors; undefined: none yet
+  at::Tensor valid;    ///< (N,) bool: which matrices' vectors hold a basis
+  /// (N,) int64, what the last call did per matrix: 0 basis kept (within the
+  /// tolerance), 1 warm-started (QR steps), 2 eigh from scratch.
+  at::Tensor status;
+};
+
+/// RootMethod::EVD with options.eigen_refresh_tolerance() > 0, warm-started from
+/// (and updating) `basis`. Takes a few host read-backs (which matrices need what).
+/// With a tolerance of 0 it is inverse_root() plus the basis.
+at::Tensor inverse_root(
+    const at::Tensor& matrices,
+    int64_t p,
+    const InverseRootOptions& options,
+    InverseRootWorkspace& workspace,
+    Eigenbasis& basis);
 
 /// Per-matrix quality figures, computed on the device (no host sync).
 struct InverseRootResult {

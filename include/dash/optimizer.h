@@ -106,6 +106,12 @@ struct FactorStackDiagnostics {
   Execution execution = Execution::Batched;
   double calibrated_batched_ms = 0.0;    ///< Auto: the batched root computation it timed
   double calibrated_per_block_ms = 0.0;  ///< Auto: one block at a time, extrapolated to the stack
+  /// EVD with eigen_refresh_tolerance > 0 (InverseRootOptions), over all root
+  /// computations so far: roots whose eigenbasis was kept, warm-started (QR
+  /// steps) or recomputed by eigh.
+  int64_t roots_kept = 0;
+  int64_t roots_warm_started = 0;
+  int64_t roots_recomputed = 0;
 };
 
 /// One stack of equal-shaped gradient blocks.

@@ -10,7 +10,6 @@
 #include <tuple>
 
 namespace dash::linalg {
-namespace {
 
 // One batched eigh; if LAPACK/cuSOLVER fails in float32, once more in float64
 // (spec §5: "if eigh fails, retry in float64").
@@ -30,6 +29,8 @@ std::tuple<at::Tensor, at::Tensor> batched_eigh(const at::Tensor& a) {
     }
   }
 }
+
+namespace {
 
 // λ^{-1/p} after the chosen repair of the eigenvalues; `epsilon` is (N, 1).
 at::Tensor repaired_inverse_power(
@@ -57,6 +58,13 @@ at::Tensor repaired_inverse_power(
 
 }  // namespace
 
+at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vectors, const at::Tensor& epsilon,
+    int64_t p, EigenHeuristic heuristic, MatmulPrecision precision, Scratch& scratch) {
+  auto weights = repaired_inverse_power(values, epsilon.squeeze(-1), p, heuristic);
+  // Q · diag(w) · Qᵀ as one batched matmul of (Q scaled by columns) and Qᵀ.
+  return matmul(vectors * weights.unsqueeze(1), vectors.transpose(1, 2), precision, scratch);
+}
+
 at::Tensor eigen_root(
     const at::Tensor& normalized,
     const at::Tensor& epsilon,
@@ -65,9 +73,7 @@ at::Tensor eigen_root(
     MatmulPrecision precision,
     Scratch& scratch) {
   auto [values, vectors] = batched_eigh(normalized);
-  auto weights = repaired_inverse_power(values, epsilon.squeeze(-1), p, heuristic);
-  // Q · diag(w) · Qᵀ as one batched matmul of (Q scaled by columns) and Qᵀ.
-  return matmul(vectors * weights.unsqueeze(1), vectors.transpose(1, 2), precision, scratch);
+  return root_from_eigenbasis(values, vectors, epsilon, p, heuristic, precision, scratch);
 }
 
 }  // namespace dash::linalg

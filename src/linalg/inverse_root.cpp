@@ -38,6 +38,10 @@ void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
       "dash::inverse_root: chebyshev_degree must be >= 1, got ", options.chebyshev_degree());
   TORCH_CHECK(options.chebyshev_interval_min() > 0.0 && options.chebyshev_interval_min() < 1.0,
       "dash::inverse_root: chebyshev_interval_min must be in (0, 1), got ", options.chebyshev_interval_min());
+  TORCH_CHECK(options.eigen_refresh_tolerance() >= 0.0 && options.eigen_refresh_tolerance() <= 1.0,
+      "dash::inverse_root: eigen_refresh_tolerance must be in [0, 1], got ", options.eigen_refresh_tolerance());
+  TORCH_CHECK(options.eigen_warm_iterations() >= 0 && options.eigen_warm_iterations() <= 100,
+      "dash::inverse_root: eigen_warm_iterations must be in [0, 100], got ", options.eigen_warm_iterations());
   TORCH_CHECK(options.method() != RootMethod::NewtonDB || (p & (p - 1)) == 0,
       "dash::inverse_root: NewtonDB computes roots p = 1 or a power of two, got p = ", p);
 }
@@ -73,9 +77,17 @@ linalg::NewtonOptions newton_options(const InverseRootOptions& options) {
 // Â^{-1/p} by the chosen method. NewtonDB reuses its input's buffer once it has
 // read it, so it gets a copy when the caller still needs Â afterwards.
 at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int64_t p,
-    const InverseRootOptions& options, bool keep_normalized, linalg::Scratch& scratch) {
+    const InverseRootOptions& options, bool keep_normalized, Eigenbasis* basis, linalg::Scratch& scratch) {
   switch (options.method()) {
     case RootMethod::EVD:
+      if (basis != nullptr) {
+        // Eigenvectors do not depend on the scale s, so the basis carries over
+        // between computations whatever s each one had.
+        auto values = linalg::refresh_eigenbasis(
+            normalized, epsilon, p, {options.eigen_refresh_tolerance(), options.eigen_warm_iterations()}, *basis);
+        return linalg::root_from_eigenbasis(
+            values, basis->vectors, epsilon, p, options.eigen_heuristic(), options.precision(), scratch);
+      }
       return linalg::eigen_root(normalized, epsilon, p, options.eigen_heuristic(), options.precision(), scratch);
     case RootMethod::CoupledNewton:
       return linalg::coupled_newton_root(normalized, p, newton_options(options), scratch);
@@ -94,7 +106,7 @@ at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int
 // Stack-sized temporaries come from `scratch`: a stack of 600 blocks of 256² is
 // 157 MB per tensor.
 Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& options, bool keep_normalized_root,
-    linalg::Scratch& scratch) {
+    linalg::Scratch& scratch, Eigenbasis* basis = nullptr) {
   auto a = stack.to(work_type(stack));
   const auto identity = linalg::identity_like(a);
   // A matrix with a NaN/Inf entry is solved as I (so that no solver, nor eigh,
@@ -115,7 +127,8 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
   auto epsilon = options.epsilon() / scale;
 
   auto root_of_normalized = normalized_root(keep_normalized_root ? normalized : std::move(normalized), epsilon, p,
-      options, keep_normalized_root, scratch);
+      options, keep_normalized_root, basis, scratch);
+  if (basis != nullptr) basis->valid.logical_and_(finite_input.view({-1}));  // an identity stood in for those
   auto unscale = scale.pow(-1.0 / static_cast<double>(p));
   at::Tensor root;
   if (keep_normalized_root) {
@@ -156,6 +169,19 @@ at::Tensor inverse_root(
     TORCH_CHECK(workspace.scratch_, "dash::inverse_root: the workspace was moved from");
     auto root = solve(stack, p, options, /*keep_normalized_root=*/false, *workspace.scratch_).root;
     return single ? root.squeeze(0) : root;
+  });
+}
+
+at::Tensor inverse_root(const at::Tensor& matrices, int64_t p, const InverseRootOptions& options,
+    InverseRootWorkspace& workspace, Eigenbasis& basis) {
+  TORCH_CHECK(options.method() == RootMethod::EVD,
+      "dash::inverse_root: an Eigenbasis is for RootMethod::EVD, got method ", static_cast<int>(options.method()));
+  TORCH_CHECK(matrices.dim() == 3, "dash::inverse_root: an Eigenbasis goes with an (N, b, b) stack, got shape ",
+      matrices.sizes());
+  return with_stack(matrices, p, options, [&](const at::Tensor& stack, bool) {
+    TORCH_CHECK(workspace.scratch_, "dash::inverse_root: the workspace was moved from");
+    if (stack.numel() == 0) return matrices.to(work_type(matrices)).clone();
+    return solve(stack, p, options, /*keep_normalized_root=*/false, *workspace.scratch_, &basis).root;
   });
 }
 

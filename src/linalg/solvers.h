@@ -15,6 +15,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <tuple>
+
 namespace dash::linalg {
 
 /// What the Newton-type iterations (CoupledNewton, NewtonDB) use.
@@ -43,6 +45,26 @@ at::Tensor eigen_root(
     EigenHeuristic heuristic,
     MatmulPrecision precision,
     Scratch& scratch);
+
+/// Eigenvalues (N, b) and eigenvectors (N, b, b) by one batched eigh, retried in
+/// float64 if it fails in float32.
+std::tuple<at::Tensor, at::Tensor> batched_eigh(const at::Tensor& a);
+
+/// Q · diag(f(λ)) · Qᵀ with f(λ) = λ^{-1/p} after `heuristic`'s repair.
+at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vectors, const at::Tensor& epsilon,
+    int64_t p, EigenHeuristic heuristic, MatmulPrecision precision, Scratch& scratch);
+
+/// What the warm-started eigendecomposition uses (see InverseRootOptions).
+struct WarmEigenOptions {
+  double tolerance = 0.0;  ///< accepted estimated relative error of the root
+  int64_t iterations = 1;
+};
+
+/// Updates `basis` to an eigenbasis of each matrix of `a` (N, b, b), warm-started
+/// from the previous one (warm_eigen.cpp), judged by the error of the root
+/// (a + εI)^{-1/p} it gives (`epsilon` (N, 1, 1)); returns the eigenvalues (N, b).
+at::Tensor refresh_eigenbasis(
+    const at::Tensor& a, const at::Tensor& epsilon, int64_t p, const WarmEigenOptions& options, Eigenbasis& basis);
 
 /// Coupled Newton (Guo & Higham 2006, eq. 3.1–3.2; spec §5).
 at::Tensor coupled_newton_root(const at::Tensor& normalized, int64_t p, const NewtonOptions& options, Scratch& scratch);

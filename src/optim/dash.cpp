@@ -73,6 +73,10 @@ void for_each_state_tensor(optim::Engine& engine, Visit&& visit) {
     visit(prefix + ".factors", engine.factors[k].factors);
     visit(prefix + ".roots", engine.factors[k].roots);
     visit(prefix + ".failures", engine.factors[k].failures);
+    // Defined only once a warm-started EVD has run (see Dash::load).
+    visit(prefix + ".eigenvectors", engine.factors[k].basis.vectors);
+    visit(prefix + ".eigenbasis_valid", engine.factors[k].basis.valid);
+    visit(prefix + ".refresh_counts", engine.factors[k].refresh_counts);
   }
   for (size_t j = 0; j < engine.segments.size(); ++j) {
     moments("segment." + std::to_string(j), engine.segments[j].moments);
@@ -143,6 +147,13 @@ DashDiagnostics Dash::diagnostics() const {
     result.factor_stacks.push_back({stack.group, stack.size, stack.count, stack.root, state.failures.item<int64_t>(),
         options.execution() == Execution::Auto ? state.root_execution : options.execution(),
         state.calibrated_batched_ms, state.calibrated_per_block_ms});
+    if (state.refresh_counts.defined()) {
+      const auto counts = state.refresh_counts.cpu();
+      auto& entry = result.factor_stacks.back();
+      entry.roots_kept = counts[0].item<int64_t>();
+      entry.roots_warm_started = counts[1].item<int64_t>();
+      entry.roots_recomputed = counts[2].item<int64_t>();
+    }
   }
   for (const auto& stack : engine_->plan.gradient_stacks) {
     result.block_stacks.push_back({stack.group, stack.rows, stack.cols, stack.count(), stack.one_sided});
@@ -252,7 +263,15 @@ void Dash::load(torch::serialize::InputArchive& archive) {
     state.calibration_pending = state.root_execution == Execution::Auto;
   }
   for_each_state_tensor(*engine, [&](const std::string& key, at::Tensor& tensor) {
-    if (!tensor.defined()) return;
+    if (!tensor.defined()) {
+      // The state a fresh engine allocates only on first use (a warm-started EVD's
+      // eigenbasis, in factor stacks) is taken as saved, when it was.
+      at::Tensor saved;
+      if (key.rfind("factor.", 0) == 0 && archive.try_read(key, saved, /*is_buffer=*/true)) {
+        tensor = saved.to(engine->params.front().device());
+      }
+      return;
+    }
     at::Tensor saved;
     archive.read(key, saved, /*is_buffer=*/true);
     TORCH_CHECK(saved.sizes() == tensor.sizes() && saved.scalar_type() == tensor.scalar_type(),

@@ -27,10 +27,12 @@ void write(torch::serialize::OutputArchive& archive, const char* name, Value val
   archive.write(name, c10::IValue(value));
 }
 
+// A key missing from the archive keeps the default: checkpoints written before an
+// option existed load with the behaviour they were written with.
 template <typename Value>
-Value read(torch::serialize::InputArchive& archive, const char* name) {
+Value read(torch::serialize::InputArchive& archive, const char* name, Value fallback) {
   c10::IValue value;
-  archive.read(name, value);
+  if (!archive.try_read(name, value)) return fallback;
   if constexpr (std::is_same_v<Value, bool>) return value.toBool();
   else if constexpr (std::is_same_v<Value, double>) return value.toDouble();
   else return static_cast<Value>(value.toInt());
@@ -57,14 +59,15 @@ void DashOptions::serialize(torch::serialize::OutputArchive& archive) const {
 void DashOptions::serialize(torch::serialize::InputArchive& archive) {
   DashOptions loaded;
   auto root_options = root();
-#define DASH_READ(name, type) loaded.name(read<type>(archive, #name));
-#define DASH_READ_ROOT(name, type) root_options.name(read<type>(archive, "root." #name));
+#define DASH_READ(name, type) loaded.name(read<type>(archive, #name, loaded.name()));
+#define DASH_READ_ROOT(name, type) root_options.name(read<type>(archive, "root." #name, root_options.name()));
   DASH_OPTION_FIELDS(DASH_READ)
   DASH_ROOT_FIELDS(DASH_READ_ROOT)
 #undef DASH_READ
 #undef DASH_READ_ROOT
   loaded.root(root_options);
-  loaded.adamw_betas(std::make_tuple(read<double>(archive, "adamw_beta1"), read<double>(archive, "adamw_beta2")));
+  loaded.adamw_betas(std::make_tuple(read<double>(archive, "adamw_beta1", std::get<0>(loaded.adamw_betas())),
+      read<double>(archive, "adamw_beta2", std::get<1>(loaded.adamw_betas()))));
   optim::check_options(loaded);
   *this = loaded;
 }

@@ -343,12 +343,22 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
   if (due_count == 0) return;
   auto& state = factors[k];
   ScopedPhase phase(profile, Phase::Roots);
+  const bool warm_eigen =
+      options.root().method() == RootMethod::EVD && options.root().eigen_refresh_tolerance() > 0.0;
+  if (warm_eigen && !state.basis.vectors.defined()) {
+    state.basis.vectors = at::zeros_like(state.factors);
+    state.basis.valid = at::zeros({stack.count}, state.factors.options().dtype(at::kBool));
+    state.refresh_counts = at::zeros({3}, state.factors.options().dtype(at::kLong));
+  }
   auto refresh = [&](const Rows& rows, const at::Tensor& due_mask) {
     auto part_factors = rows.take(state.factors);
     auto part_roots = rows.take(state.roots);
+    Eigenbasis basis;
+    if (warm_eigen) basis = {rows.take(state.basis.vectors), rows.take(state.basis.valid), {}};
     at::Tensor fresh;
     try {
-      fresh = inverse_root(part_factors, stack.root, options.root(), root_workspace);
+      fresh = warm_eigen ? inverse_root(part_factors, stack.root, options.root(), root_workspace, basis)
+                         : inverse_root(part_factors, stack.root, options.root(), root_workspace);
     } catch (const c10::Error& error) {
       TORCH_WARN("dash::Dash: inverse root of a ", stack.size, "×", stack.size,
           " factor stack failed; keeping the previous roots: ", error.what_without_backtrace());
@@ -360,6 +370,14 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     auto failed = due_mask.defined() ? (due_mask & ~ok) : ~ok;
     state.failures.add_(failed.sum());
     at::where_out(part_roots, ok.view({-1, 1, 1}), fresh, part_roots);
+    if (warm_eigen) {
+      // Only the factors whose root was taken move to their new basis.
+      auto part_vectors = rows.take(state.basis.vectors);
+      auto part_valid = rows.take(state.basis.valid);
+      at::where_out(part_vectors, ok.view({-1, 1, 1}), basis.vectors, part_vectors);
+      at::where_out(part_valid, ok, basis.valid, part_valid);
+      state.refresh_counts.add_(at::one_hot(basis.status, 3).mul_(ok.unsqueeze(1)).sum(0));
+    }
   };
   auto one_at_a_time = [&] {
     for (int64_t i = 0; i < stack.count; ++i) {

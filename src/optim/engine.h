@@ -61,6 +61,11 @@ struct FactorStackState {
   at::Tensor factors;   ///< (N, b, b)
   at::Tensor roots;     ///< (N, b, b); identity until a root is first computed
   at::Tensor failures;  ///< () int64: roots kept because the new one failed
+  /// EVD with eigen_refresh_tolerance > 0: each factor's last eigenvectors (allocated
+  /// at the first such root computation), and how many roots kept their basis,
+  /// were warm-started, were recomputed by eigh ((3,) int64, cumulative).
+  Eigenbasis basis{};
+  at::Tensor refresh_counts{};
   /// Execution::Auto's choice for this stack's roots (Auto: not yet timed).
   Execution root_execution = Execution::Auto;
   bool calibration_pending = true;  ///< Auto: the first root computation is not timed

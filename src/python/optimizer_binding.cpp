@@ -65,6 +65,9 @@ py::dict diagnostics_dict(const Dash& optimizer) {
     entry["execution"] = to_string(stack.execution);
     entry["calibrated_batched_ms"] = stack.calibrated_batched_ms;
     entry["calibrated_per_block_ms"] = stack.calibrated_per_block_ms;
+    entry["roots_kept"] = stack.roots_kept;
+    entry["roots_warm_started"] = stack.roots_warm_started;
+    entry["roots_recomputed"] = stack.roots_recomputed;
     factor_stacks.append(entry);
   }
   py::list block_stacks;

@@ -51,11 +51,14 @@ std::string saved_checkpoint(const std::string& name) {
   return path;
 }
 
-TEST(DashCheckpoint, ResumeIsBitIdentical) {
+// Trains 10 steps, saves, trains 10 more; a fresh optimizer (other initial values
+// and options) loaded from the file must end bit-identical. Returns the diagnostics
+// of the resumed optimizer.
+DashDiagnostics expect_resume_is_bit_identical(const DashOptions& saved_options, const std::string& name) {
   Model uninterrupted(1);
-  Dash optimizer(uninterrupted.params, options());
+  Dash optimizer(uninterrupted.params, saved_options);
   run_steps(uninterrupted, optimizer, 0, 10);
-  const auto optimizer_path = temp_path("optimizer");
+  const auto optimizer_path = temp_path(name);
   torch::save(optimizer, optimizer_path);
   std::vector<at::Tensor> saved_params;
   for (auto& p : uninterrupted.params) saved_params.push_back(p.detach().clone());
@@ -71,6 +74,19 @@ TEST(DashCheckpoint, ResumeIsBitIdentical) {
   }
   EXPECT_DOUBLE_EQ(static_cast<const DashOptions&>(fresh.param_groups()[0].options()).lr(), 0.03);
   std::remove(optimizer_path.c_str());
+  return fresh.diagnostics();
+}
+
+TEST(DashCheckpoint, ResumeIsBitIdentical) { expect_resume_is_bit_identical(options(), "optimizer"); }
+
+// The warm-started EVD's eigenvectors are state: without them the resumed run would
+// recompute its roots by eigh and drift from the uninterrupted one.
+TEST(DashCheckpoint, ResumeWithWarmStartedEigenbasesIsBitIdentical) {
+  const auto diagnostics = expect_resume_is_bit_identical(
+      options().root(InverseRootOptions().method(RootMethod::EVD).eigen_refresh_tolerance(0.2)), "warm");
+  int64_t warm_or_kept = 0;
+  for (const auto& stack : diagnostics.factor_stacks) warm_or_kept += stack.roots_kept + stack.roots_warm_started;
+  EXPECT_GT(warm_or_kept, 0) << "no root used a saved basis: the test would not see a lost one";
 }
 
 // Steps a model, fails to load `path` into its optimizer, steps on: the parameters

@@ -33,7 +33,8 @@ struct LeastSquares {
 };
 
 double final_loss(const LeastSquares& problem,
-    const std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<at::Tensor>)>& make, int steps) {
+    const std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<at::Tensor>)>& make, int steps,
+    const std::function<void(torch::optim::Optimizer&)>& inspect = nullptr) {
   auto w = at::zeros({32, 16}).set_requires_grad(true);
   auto optimizer = make({w});
   const double peak = optimizer->param_groups()[0].options().get_lr();
@@ -45,6 +46,7 @@ double final_loss(const LeastSquares& problem,
     problem.loss(w).backward();
     optimizer->step();
   }
+  if (inspect) inspect(*optimizer);
   auto loss = problem.loss(w.detach()).item<double>();
   return std::isfinite(loss) ? loss : std::numeric_limits<double>::infinity();
 }
@@ -68,6 +70,32 @@ TEST(DashConvergence, TenTimesLowerLossThanAdamWOnIllConditionedLeastSquares) {
   }
   std::cout << "best after " << steps << " steps: dash " << best_dash << ", adamw " << best_adamw << "\n";
   EXPECT_LE(best_dash * 10.0, best_adamw);
+}
+
+// Warm-started eigenbases (InverseRootOptions::eigen_refresh_tolerance) reuse
+// most eigenvectors on this problem and train about as well as eigh every time.
+TEST(DashConvergence, WarmStartedEvdTrainsLikeEvd) {
+  const LeastSquares problem;
+  const int steps = 200;
+  auto evd = [](double tolerance) {
+    return DashOptions(0.1).start_step(1).root_frequency(5).root(
+        InverseRootOptions().method(RootMethod::EVD).eigen_refresh_tolerance(tolerance));
+  };
+  DashDiagnostics diagnostics;
+  const double plain = final_loss(problem, [&](auto params) { return std::make_unique<Dash>(params, evd(0.0)); }, steps);
+  const double warm = final_loss(
+      problem, [&](auto params) { return std::make_unique<Dash>(params, evd(0.05)); }, steps,
+      [&](torch::optim::Optimizer& optimizer) { diagnostics = static_cast<Dash&>(optimizer).diagnostics(); });
+  int64_t kept = 0, warm_started = 0, recomputed = 0;
+  for (const auto& stack : diagnostics.factor_stacks) {
+    kept += stack.roots_kept;
+    warm_started += stack.roots_warm_started;
+    recomputed += stack.roots_recomputed;
+  }
+  std::cout << "EVD " << plain << ", warm-started EVD " << warm << " (roots: " << kept << " kept, " << warm_started
+            << " warm-started, " << recomputed << " by eigh)\n";
+  EXPECT_LE(warm, plain * 1.5);
+  EXPECT_GT(kept + warm_started, recomputed);
 }
 
 }  // namespace

@@ -391,3 +391,16 @@ def test_cuda_parameters_match_cpu():
         apply_step(cpu_optimizer, cpu, gradients[step])
         apply_step(cuda_optimizer, cuda, [g.cuda() for g in gradients[step]])
     torch.testing.assert_close(flat(cuda).cpu(), flat(cpu), rtol=1e-4, atol=1e-5)
+
+
+def test_warm_started_eigenbases_are_reachable_from_python_and_counted():
+    params = make_params()
+    optimizer = dash.Dash(params, lr=0.01, **{**OPTIONS, "root_method": "evd"}, eigen_refresh_tolerance=0.5)
+    for gradients in fixed_gradients(params, 7):
+        apply_step(optimizer, params, gradients)
+    stacks = optimizer.diagnostics()["factor_stacks"]
+    counted = sum(s["roots_kept"] + s["roots_warm_started"] + s["roots_recomputed"] for s in stacks)
+    assert counted > 0
+    assert sum(s["roots_kept"] + s["roots_warm_started"] for s in stacks) > 0, stacks
+    with pytest.raises(ValueError, match="eigen_refresh_tolerance must be in"):
+        dash.Dash(make_params(), eigen_refresh_tolerance=2.0)
