@@ -30,6 +30,12 @@ class CMakeBuild(build_ext):
             f"-DPython3_EXECUTABLE={sys.executable}",
             f"-DCMAKE_PREFIX_PATH={torch.utils.cmake_prefix_path}",
         ]
+        try:  # pip's pybind11 (a virtual environment); Debian's is found by CMake itself
+            import pybind11
+
+            configure.append(f"-Dpybind11_DIR={pybind11.get_cmake_dir()}")
+        except ImportError:
+            pass
         if not given:
             configure += ["-DCMAKE_BUILD_TYPE=Release"] + [
                 f"-DDASH_BUILD_{part}=OFF" for part in ("TESTS", "BENCH", "APPS", "EXAMPLES")
