@@ -47,9 +47,6 @@ at::Tensor root_error_estimate(const at::Tensor& b, const at::Tensor& epsilon, i
   return (divided * off_diagonal).flatten(1).norm(2, 1) / f.norm(2, 1);
 }
 
-// Writes `part` into the rows `indices` of `full` (both (N, …)).
-void put_rows(at::Tensor& full, const at::Tensor& indices, const at::Tensor& part) { full.index_copy_(0, indices, part); }
-
 }  // namespace
 
 at::Tensor refresh_eigenbasis(
@@ -78,10 +75,10 @@ at::Tensor refresh_eigenbasis(
         b = at::bmm(r_step, q_step);
         q = at::bmm(q, q_step);
       }
-      put_rows(vectors, to_iterate, q);
-      put_rows(values, to_iterate, b.diagonal(0, -2, -1));
+      vectors.index_copy_(0, to_iterate, q);
+      values.index_copy_(0, to_iterate, b.diagonal(0, -2, -1));
       auto converged = root_error_estimate(b, epsilon.index_select(0, to_iterate), p) <= options.tolerance;
-      put_rows(status, to_iterate, at::where(converged, at::full({}, kWarm, index_options),
+      status.index_copy_(0, to_iterate, at::where(converged, at::full({}, kWarm, index_options),
                                        at::full({}, kRecomputed, index_options)));
     }
   }
@@ -93,8 +90,8 @@ at::Tensor refresh_eigenbasis(
     // make it less diagonal, not more. (τ = 0 never warm-starts: eigh's order, so
     // that the roots are plain EVD's bit for bit.)
     const bool warm_later = options.tolerance > 0.0;
-    put_rows(values, stale, warm_later ? fresh_values.flip(-1) : fresh_values);
-    put_rows(vectors, stale, warm_later ? fresh_vectors.flip(-1) : fresh_vectors);
+    values.index_copy_(0, stale, warm_later ? fresh_values.flip(-1) : fresh_values);
+    vectors.index_copy_(0, stale, warm_later ? fresh_vectors.flip(-1) : fresh_vectors);
   }
   basis.vectors = vectors;
   basis.valid = at::ones({count}, a.options().dtype(at::kBool));

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <utility>
 
 namespace dash::optim {
@@ -188,20 +189,23 @@ Engine::~Engine() = default;
 
 int64_t Engine::communicated_bytes_per_step() const { return exchange_ ? exchange_->bytes_per_step() : 0; }
 
-void Engine::check_layout(const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
+std::optional<size_t> Engine::changed_layout_group(const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
   for (size_t g = 0; g < groups.size() && g < layouts_.size(); ++g) {
-    const auto now = state_layout(options_of(groups[g]));
-    TORCH_CHECK(now == layouts_[g], "dash::Dash: parameter group ", g,
-        " changed options that decide the shape of its state after the state was created (was: ", layouts_[g],
-        "; now: ", now, "); set them before the first step, or build a new optimizer");
+    if (state_layout(options_of(groups[g])) != layouts_[g]) return g;
   }
+  return std::nullopt;
+}
+
+void Engine::check_layout(const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
+  const auto g = changed_layout_group(groups);
+  TORCH_CHECK(!g, "dash::Dash: parameter group ", g.value_or(0),
+      " changed options that decide the shape of its state after the state was created (was: ",
+      layouts_[g.value_or(0)], "; now: ", state_layout(options_of(groups[g.value_or(0)])),
+      "); set them before the first step, or build a new optimizer");
 }
 
 bool Engine::layout_matches(const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
-  for (size_t g = 0; g < groups.size() && g < layouts_.size(); ++g) {
-    if (state_layout(options_of(groups[g])) != layouts_[g]) return false;
-  }
-  return true;
+  return !changed_layout_group(groups);
 }
 
 bool Engine::matches(const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
@@ -353,8 +357,13 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
   auto refresh = [&](const Rows& rows, const at::Tensor& due_mask) {
     auto part_factors = rows.take(state.factors);
     auto part_roots = rows.take(state.roots);
+    at::Tensor part_vectors, part_valid;
     Eigenbasis basis;
-    if (warm_eigen) basis = {rows.take(state.basis.vectors), rows.take(state.basis.valid), {}};
+    if (warm_eigen) {
+      part_vectors = rows.take(state.basis.vectors);
+      part_valid = rows.take(state.basis.valid);
+      basis = {part_vectors, part_valid, {}};  // replaced by the new basis
+    }
     at::Tensor fresh;
     try {
       fresh = warm_eigen ? inverse_root(part_factors, stack.root, options.root(), root_workspace, basis)
@@ -372,8 +381,6 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     at::where_out(part_roots, ok.view({-1, 1, 1}), fresh, part_roots);
     if (warm_eigen) {
       // Only the factors whose root was taken move to their new basis.
-      auto part_vectors = rows.take(state.basis.vectors);
-      auto part_valid = rows.take(state.basis.valid);
       at::where_out(part_vectors, ok.view({-1, 1, 1}), basis.vectors, part_vectors);
       at::where_out(part_valid, ok, basis.valid, part_valid);
       state.refresh_counts.add_(at::one_hot(basis.status, 3).mul_(ok.unsqueeze(1)).sum(0));

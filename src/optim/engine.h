@@ -13,6 +13,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,8 @@ class Engine {
   void check_layout(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
   /// Whether every group's state_layout() is still the one the state was built for.
   bool layout_matches(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
+  /// The first group whose state_layout() differs from the one the state was built for.
+  std::optional<size_t> changed_layout_group(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
 
   /// Bytes sent plus received per step by this rank; 0 in a single process.
   int64_t communicated_bytes_per_step() const;

@@ -2,6 +2,7 @@
 
 #include "python/bindings.h"
 #include "python/option_dict.h"
+#include "python/value_errors.h"
 
 #include <dash/inverse_root.h>
 #include <dash/optimizer.h>
@@ -31,11 +32,7 @@ void translate_c10_errors(std::exception_ptr error) {
 // Keyword options for a root p; a p the method cannot compute is a bad argument.
 InverseRootOptions checked_root_options(int64_t p, const py::kwargs& options) {
   auto root_options = inverse_root_options_from(options);
-  try {
-    check_inverse_root_options(p, root_options);
-  } catch (const c10::Error& error) {
-    throw py::value_error(error.what_without_backtrace());
-  }
+  as_value_error([&] { check_inverse_root_options(p, root_options); });
   return root_options;
 }
 

@@ -4,6 +4,7 @@
 
 #include "python/bindings.h"
 #include "python/option_dict.h"
+#include "python/value_errors.h"
 
 #include <dash/distributed.h>
 #include <dash/option_names.h>
@@ -35,11 +36,8 @@ torch::optim::OptimizerParamGroup param_group(std::vector<at::Tensor> params, co
 std::shared_ptr<const DistributedContext> distributed_context(
     const py::object& process_group, const std::string& device_type, const std::string& communication_dtype) {
   DistributedOptions options;
-  try {
-    options.communication_dtype(parse_communication_dtype(communication_dtype));
-  } catch (const c10::Error& error) {
-    throw py::value_error(std::string("dash.Dash: communication_dtype: ") + error.what_without_backtrace());
-  }
+  options.communication_dtype(
+      as_value_error([&] { return parse_communication_dtype(communication_dtype); }, "dash.Dash: communication_dtype: "));
   if (process_group.is_none()) return nullptr;
   c10::intrusive_ptr<c10d::ProcessGroup> group;
   try {
@@ -100,12 +98,8 @@ py::bytes save_to_bytes(const Dash& optimizer) {
 void load_from_bytes(Dash& optimizer, const py::bytes& data) {
   const std::string bytes = data;
   torch::serialize::InputArchive archive;
-  try {
-    archive.load_from(bytes.data(), bytes.size());
-  } catch (const c10::Error& error) {
-    throw py::value_error(std::string("dash.Dash: the state dict's optimizer state is not a dash checkpoint (") +
-        error.what_without_backtrace() + ")");
-  }
+  as_value_error([&] { archive.load_from(bytes.data(), bytes.size()); },
+      "dash.Dash: the state dict's optimizer state is not a dash checkpoint: ");
   optimizer.load(archive);
 }
 

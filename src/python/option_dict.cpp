@@ -2,6 +2,7 @@
 
 #include "optim/dash_options.h"
 #include "optim/option_fields.h"
+#include "python/value_errors.h"
 
 #include <dash/option_names.h>
 
@@ -54,11 +55,9 @@ template <typename Value>
 Value from_python(py::handle value, const std::string& key) {
   if constexpr (std::is_enum_v<Value>) {
     if (!py::isinstance<py::str>(value)) bad_value(key, "a string", value);
-    try {
-      return parse_name(value.cast<std::string>(), static_cast<Value*>(nullptr));
-    } catch (const c10::Error& error) {
-      throw py::value_error("dash: option '" + key + "': " + error.what_without_backtrace());
-    }
+    return as_value_error(
+        [&] { return parse_name(value.cast<std::string>(), static_cast<Value*>(nullptr)); },
+        "dash: option '" + key + "': ");
   } else if constexpr (std::is_same_v<Value, bool>) {
     // numpy.bool_ and one-element bool tensors are not Python bools but say what they mean.
     const bool boolean = py::isinstance<py::bool_>(value) ||
@@ -120,15 +119,6 @@ bool set_option(DashOptions& options, const std::string& key, py::handle value) 
     return true;
   }
   return false;
-}
-
-template <typename Check>
-void as_value_error(Check&& check) {
-  try {
-    check();
-  } catch (const c10::Error& error) {
-    throw py::value_error(error.what_without_backtrace());
-  }
 }
 
 }  // namespace

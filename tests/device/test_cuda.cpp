@@ -4,6 +4,7 @@
 #include <dash/dash.h>
 
 #include "support/spd_matrices.h"
+#include "support/twin_steps.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -52,15 +53,7 @@ TEST_F(Cuda, OptimizerStepsMatchTheCpu) {
       .root(InverseRootOptions().method(RootMethod::EVD));
   Dash cpu_optimizer(cpu, options);
   Dash cuda_optimizer(cuda, options);
-  for (int t = 0; t < 6; ++t) {
-    for (size_t i = 0; i < cpu.size(); ++i) {
-      auto g = at::randn(cpu[i].sizes(), generator);
-      cpu[i].mutable_grad() = g;
-      cuda[i].mutable_grad() = g.to(at::kCUDA);
-    }
-    cpu_optimizer.step();
-    cuda_optimizer.step();
-  }
+  for (int t = 0; t < 6; ++t) testing::step_twins(cpu, cpu_optimizer, cuda, cuda_optimizer, generator);
   for (size_t i = 0; i < cpu.size(); ++i) {
     auto difference = (cuda[i].detach().cpu() - cpu[i].detach()).abs().max().item<double>();
     EXPECT_LE(difference / cpu[i].detach().abs().max().item<double>(), 1e-3) << "parameter " << i;

@@ -4,6 +4,8 @@
 #include <dash/option_names.h>
 #include <dash/optimizer.h>
 
+#include "support/twin_steps.h"
+
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
@@ -71,15 +73,7 @@ TEST(ExecutionAuto, ChoosesPerStackAndMatchesBatchedBitwise) {
   }
   Dash automatic(params, DashOptions(options).execution(Execution::Auto));
   Dash batched(twins, DashOptions(options).execution(Execution::Batched));
-  auto step_both = [&] {
-    for (size_t i = 0; i < params.size(); ++i) {
-      auto grad = at::randn(params[i].sizes(), generator);
-      params[i].mutable_grad() = grad;
-      twins[i].mutable_grad() = grad.clone();
-    }
-    automatic.step();
-    batched.step();
-  };
+  auto step_both = [&] { testing::step_twins(params, automatic, twins, batched, generator); };
   for (int t = 0; t < 2; ++t) step_both();  // one root computation: not timed yet
   for (const auto& stack : automatic.diagnostics().factor_stacks) EXPECT_EQ(stack.execution, Execution::Auto);
   for (int t = 0; t < 6; ++t) step_both();  // two more root computations

@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include "support/error_message.h"
+#include "support/twin_steps.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -221,15 +222,7 @@ TEST(DashSafety, NonContiguousParametersAreUpdatedInPlace) {
   auto options = preconditioned_from_step_one(RootMethod::EVD).block_size(3);
   Dash a(strided, options);
   Dash b(twins, options);
-  for (int t = 0; t < 3; ++t) {
-    for (size_t i = 0; i < strided.size(); ++i) {
-      auto grad = at::randn(strided[i].sizes(), generator);
-      strided[i].mutable_grad() = grad;
-      twins[i].mutable_grad() = grad.clone();
-    }
-    a.step();
-    b.step();
-  }
+  for (int t = 0; t < 3; ++t) testing::step_twins(strided, a, twins, b, generator);
   EXPECT_EQ(conv.data_ptr(), conv_data) << "updated in place";
   for (size_t i = 0; i < strided.size(); ++i) EXPECT_TRUE(at::equal(strided[i], twins[i])) << "parameter " << i;
 }
