@@ -86,6 +86,10 @@ struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions>
   TORCH_ARG(double, adamw_eps) = 1e-8;
   TORCH_ARG(Execution, execution) = Execution::Auto;
   TORCH_ARG(NonFiniteGradients, non_finite_gradients) = NonFiniteGradients::Error;
+  /// Bounded failures: step() raises once some factor's inverse root has failed this
+  /// many root computations in a row (a failed root keeps the previous one). 0: never
+  /// (the default). When set, each root computation reads one value back.
+  TORCH_ARG(int64_t, max_consecutive_root_failures) = 0;
 
  public:
   void serialize(torch::serialize::InputArchive& archive) override;
@@ -112,6 +116,8 @@ struct FactorStackDiagnostics {
   int64_t roots_kept = 0;
   int64_t roots_warm_started = 0;
   int64_t roots_recomputed = 0;
+  /// Factors found non-finite (overflowed) at a root computation and restarted from zero.
+  int64_t factor_resets = 0;
 };
 
 /// One stack of equal-shaped gradient blocks.
@@ -131,6 +137,9 @@ struct DashDiagnostics {
   /// solvers' reusable temporaries (a few stacks of the largest factor size).
   int64_t workspace_bytes = 0;
   int64_t steps_taken = 0;  ///< step() calls that updated the state (skipped ones not included)
+  /// Steps skipped because a finite gradient entry was so large that the float32
+  /// statistics (G Gᵀ, Gᵀ G, the grafting g²) would overflow (see Dash::step).
+  int64_t overflow_skipped_steps = 0;
 };
 
 class Dash : public torch::optim::Optimizer {
@@ -146,6 +155,12 @@ class Dash : public torch::optim::Optimizer {
   Dash(std::vector<at::Tensor> params, DashOptions defaults, std::shared_ptr<const DistributedContext> distributed);
   ~Dash() override;
 
+  /// One step. A gradient with a NaN/Inf entry raises or skips the step
+  /// (non_finite_gradients). A finite gradient whose largest entry would overflow
+  /// the float32 statistics (above √(FLT_MAX/16)/B ≈ 4.6e18/B, B the largest block
+  /// side; 4.6e18 without blocks) skips the step with a warning and is counted in
+  /// diagnostics().overflow_skipped_steps: the state never holds an overflowed
+  /// statistic, so training goes on from the next ordinary gradient.
   at::Tensor step(LossClosure closure = nullptr) override;
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;

@@ -125,6 +125,13 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
   scale = scale.clamp_min(std::max(options.epsilon(), static_cast<double>(std::numeric_limits<float>::min())));
   normalized.div_(scale);
   auto epsilon = options.epsilon() / scale;
+  // For factors above ~1e28 (at ε = 1e-10) ε/s would underflow to 0 and EVD would
+  // invert a zero eigenvalue: the regularisation stays at least the smallest normal
+  // number of the work type.
+  if (options.epsilon() > 0.0) {
+    epsilon = epsilon.clamp_min(a.scalar_type() == at::kDouble ? std::numeric_limits<double>::min()
+                                                                : static_cast<double>(std::numeric_limits<float>::min()));
+  }
 
   auto root_of_normalized = normalized_root(keep_normalized_root ? normalized : std::move(normalized), epsilon, p,
       options, keep_normalized_root, basis, scratch);

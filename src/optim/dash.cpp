@@ -73,10 +73,13 @@ void for_each_state_tensor(optim::Engine& engine, Visit&& visit) {
     visit(prefix + ".factors", engine.factors[k].factors);
     visit(prefix + ".roots", engine.factors[k].roots);
     visit(prefix + ".failures", engine.factors[k].failures);
-    // Defined only once a warm-started EVD has run (see Dash::load).
+    // Defined only once a warm-started EVD has run, or once the stack's first root
+    // was computed (see Dash::load).
     visit(prefix + ".eigenvectors", engine.factors[k].basis.vectors);
     visit(prefix + ".eigenbasis_valid", engine.factors[k].basis.valid);
     visit(prefix + ".refresh_counts", engine.factors[k].refresh_counts);
+    visit(prefix + ".consecutive_failures", engine.factors[k].consecutive_failures);
+    visit(prefix + ".factor_resets", engine.factors[k].factor_resets);
   }
   for (size_t j = 0; j < engine.segments.size(); ++j) {
     moments("segment." + std::to_string(j), engine.segments[j].moments);
@@ -112,6 +115,7 @@ void Dash::rebuild_engine() {
   check_ranks_agree(distributed_.get(), param_groups_);
   auto engine = std::make_unique<optim::Engine>(param_groups_, distributed_);
   engine->skipped_steps = engine_->skipped_steps;
+  engine->overflow_skipped_steps = engine_->overflow_skipped_steps;
   engine->profile.enable(engine_->profile.enabled());
   engine_ = std::move(engine);
 }
@@ -154,12 +158,14 @@ DashDiagnostics Dash::diagnostics() const {
       entry.roots_warm_started = counts[1].item<int64_t>();
       entry.roots_recomputed = counts[2].item<int64_t>();
     }
+    if (state.factor_resets.defined()) result.factor_stacks.back().factor_resets = state.factor_resets.item<int64_t>();
   }
   for (const auto& stack : engine_->plan.gradient_stacks) {
     result.block_stacks.push_back({stack.group, stack.rows, stack.cols, stack.count(), stack.one_sided});
   }
   result.steps_taken = engine_->steps_taken;
   result.skipped_steps = engine_->skipped_steps;
+  result.overflow_skipped_steps = engine_->overflow_skipped_steps;
   result.workspace_bytes = engine_->root_workspace.bytes();
   return result;
 }
@@ -186,6 +192,7 @@ void Dash::save(torch::serialize::OutputArchive& archive) const {
   archive.write("dash.world_size", c10::IValue(distributed_ ? distributed_->world_size() : int64_t{1}));
   archive.write("dash.steps_taken", c10::IValue(engine_->steps_taken));
   archive.write("dash.skipped_steps", c10::IValue(engine_->skipped_steps));
+  archive.write("dash.overflow_skipped_steps", c10::IValue(engine_->overflow_skipped_steps));
   archive.write("dash.groups", c10::IValue(static_cast<int64_t>(param_groups_.size())));
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     torch::serialize::OutputArchive options_archive;
@@ -244,6 +251,10 @@ void Dash::load(torch::serialize::InputArchive& archive) {
       "\nthis optimizer:\n", layout);
   engine->steps_taken = read_value("dash.steps_taken").toInt();
   engine->skipped_steps = read_value("dash.skipped_steps").toInt();
+  c10::IValue overflow_skipped;  // absent from checkpoints written before it was counted
+  if (archive.try_read("dash.overflow_skipped_steps", overflow_skipped)) {
+    engine->overflow_skipped_steps = overflow_skipped.toInt();
+  }
   for (size_t s = 0; s < engine->stacks.size(); ++s) {
     at::Tensor host_steps;
     archive.read("stack." + std::to_string(s) + ".host_steps", host_steps, /*is_buffer=*/true);

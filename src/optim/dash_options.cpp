@@ -99,6 +99,9 @@ void check_options(const DashOptions& o) {
   TORCH_CHECK(!o.nesterov() || o.momentum() > 0.0, "dash::Dash: nesterov needs momentum > 0");
   TORCH_CHECK(o.weight_decay() >= 0.0 && std::isfinite(o.weight_decay()),
       "dash::Dash: weight_decay must be finite and >= 0, got ", o.weight_decay());
+  TORCH_CHECK(o.max_consecutive_root_failures() >= 0,
+      "dash::Dash: max_consecutive_root_failures must be >= 0 (0 = never raise), got ",
+      o.max_consecutive_root_failures());
   // The roots it will ask for: matrices' and 1-D Shampoo's default, or the override.
   for (int64_t p : {int64_t{4}, int64_t{2}}) {
     check_inverse_root_options(o.exponent_override() > 0 ? o.exponent_override() : p, o.root());

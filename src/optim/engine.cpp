@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <utility>
@@ -50,6 +52,16 @@ void put(MomentState& full, const MomentState& part, const Rows& rows) {
   back(full.graft_stat, part.graft_stat);
   back(full.momentum, part.momentum);
   back(full.steps, part.steps);
+}
+
+// G Gᵀ of an r × c block has entries up to c·max|g|² and eigenvalues up to
+// r·c·max|g|², which the root solvers' spectral scale computes. Keeping
+// max(r, c)²·max|g|² ≤ FLT_MAX/16 holds both below the float32 range with room
+// for the solvers' products (an AdamW-only plan: g² ≤ FLT_MAX/16).
+double overflow_limit_for(const blocking::StackPlan& plan) {
+  int64_t side = 1;
+  for (const auto& stack : plan.gradient_stacks) side = std::max({side, stack.rows, stack.cols});
+  return std::sqrt(static_cast<double>(std::numeric_limits<float>::max()) / 16.0) / static_cast<double>(side);
 }
 
 bool root_due(int64_t step, const DashOptions& options) {
@@ -143,8 +155,10 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
     }
   }
   plan = blocking::plan_stacks(shapes, group_of, blocking);
+  overflow_limit_ = overflow_limit_for(plan);  // from all blocks, so that every rank decides alike
   if (params.empty()) return;
   const auto to = at::TensorOptions().dtype(at::kFloat).device(params.front().device());
+  factor_resets_total_ = at::zeros({}, to.dtype(at::kLong));
   const bool sharded = distributed && distributed->world_size() > 1;
   if (sharded) {
     const auto split = distributed::split_work(plan, distributed->world_size());
@@ -237,14 +251,17 @@ bool Engine::collect_gradients(StepContext& context) {
   return any_elements;
 }
 
-// NaN/Inf check with one scalar read back to the host (the step's only one): a
-// tensor's minimum and maximum are finite exactly when all its entries are, and
-// the reduction reads it once without allocating a mask. A single process checks
-// its gathered buffers (every gradient element is in a stack or a segment, as
-// float32), one reduction per stack; a rank of a distributed optimizer holds only
-// its share and checks every gradient, so that all ranks decide alike.
-// Returns false when the step is to be skipped.
-bool Engine::gradients_finite(StepContext& context) {
+// The step's one read back to the host: the largest gradient magnitude (NaN when
+// an entry is NaN: the reductions propagate it), from each buffer's minimum and
+// maximum, one reduction per buffer and no mask; with it the count of factors
+// reset so far, so that a reset is announced without a read of its own. A single
+// process checks its gathered buffers (every gradient element is in a stack or a
+// segment, as float32); a rank of a distributed optimizer holds only its share and
+// checks every gradient, so that all ranks decide alike.
+// Returns false when the step is to be skipped: a non-finite gradient
+// (non_finite_gradients) or one above overflow_limit() (always skipped: the
+// float32 statistics would overflow and no later root could be computed).
+bool Engine::gradients_usable(StepContext& context) {
   std::vector<at::Tensor> extremes;
   auto add = [&](const at::Tensor& tensor) {
     if (tensor.numel() == 0) return;
@@ -260,15 +277,33 @@ bool Engine::gradients_finite(StepContext& context) {
     for (const auto& stack : stacks) add(stack.grad);
     add(adamw_grad_);
   }
-  if (extremes.empty() || at::isfinite(at::stack(extremes)).all().item<bool>()) return true;
+  extremes.push_back(at::zeros({}, factor_resets_total_.options().dtype(at::kFloat)));
+  const auto host = at::stack({at::stack(extremes).abs().max(), factor_resets_total_.to(at::kFloat)}).cpu();
+  const double largest = host[0].item<double>();
+  const auto resets = static_cast<int64_t>(host[1].item<double>());
+  if (resets > factor_resets_reported_) {
+    TORCH_WARN("dash::Dash: ", resets - factor_resets_reported_,
+        " factor(s) had overflowed (Inf/NaN entries) and were restarted from zero at the last root computation; "
+        "diagnostics().factor_stacks[k].factor_resets counts them");
+    factor_resets_reported_ = resets;
+  }
+  if (largest <= overflow_limit_) return true;  // false for NaN
+
   size_t culprit = 0;
   for (size_t i = 0; i < params.size(); ++i) {
-    if (context.has_grad[i] && !params[i].grad().to(at::kFloat).isfinite().all().item<bool>()) {
+    if (context.has_grad[i] && !(params[i].grad().to(at::kFloat).abs() <= overflow_limit_).all().item<bool>()) {
       culprit = i;
       break;
     }
   }
   const auto where = "parameter " + std::to_string(culprit) + " of shape " + c10::str(params[culprit].sizes());
+  if (std::isfinite(largest)) {
+    TORCH_WARN("dash::Dash: skipping a step: a gradient entry of magnitude ", largest, " in ", where,
+        " is above ", overflow_limit_, ", beyond which the float32 statistics of its blocks can overflow; "
+        "the state is unchanged (diagnostics().overflow_skipped_steps counts such steps)");
+    ++overflow_skipped_steps;
+    return false;
+  }
   const auto policy = context.options(plan.parameters[culprit].group).non_finite_gradients();
   TORCH_CHECK(policy == NonFiniteGradients::SkipStep, "dash::Dash: non-finite gradient (NaN or Inf) in ", where,
       "; set DashOptions::non_finite_gradients(NonFiniteGradients::SkipStep) to skip such steps");
@@ -354,9 +389,14 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     state.basis.valid = at::zeros({stack.count}, state.factors.options().dtype(at::kBool));
     state.refresh_counts = at::zeros({3}, state.factors.options().dtype(at::kLong));
   }
+  if (!state.consecutive_failures.defined()) {
+    state.consecutive_failures = at::zeros({stack.count}, state.failures.options());
+    state.factor_resets = at::zeros({}, state.failures.options());
+  }
   auto refresh = [&](const Rows& rows, const at::Tensor& due_mask) {
     auto part_factors = rows.take(state.factors);
     auto part_roots = rows.take(state.roots);
+    auto part_failures = rows.take(state.consecutive_failures);
     at::Tensor part_vectors, part_valid;
     Eigenbasis basis;
     if (warm_eigen) {
@@ -371,18 +411,30 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     } catch (const c10::Error& error) {
       TORCH_WARN("dash::Dash: inverse root of a ", stack.size, "×", stack.size,
           " factor stack failed; keeping the previous roots: ", error.what_without_backtrace());
-      state.failures.add_(due_mask.defined() ? due_mask.sum() : at::full({}, part_factors.size(0), at::kLong));
+      auto failed = due_mask.defined() ? due_mask : at::ones({part_factors.size(0)}, state.factors.options().dtype(at::kBool));
+      state.failures.add_(failed.sum());
+      part_failures.add_(failed);
       return;
     }
     auto ok = linalg::finite_matrices(fresh).view({-1});
     if (due_mask.defined()) ok = ok & due_mask;
     auto failed = due_mask.defined() ? (due_mask & ~ok) : ~ok;
     state.failures.add_(failed.sum());
+    part_failures.add_(failed).masked_fill_(ok, 0);
     at::where_out(part_roots, ok.view({-1, 1, 1}), fresh, part_roots);
+    // A factor that overflowed would fail every root after it (an EMA keeps the
+    // Inf): it restarts from zero, as a new block's, and keeps its last good root.
+    auto overflowed = linalg::finite_matrices(part_factors).view({-1}).logical_not();
+    if (due_mask.defined()) overflowed = overflowed & due_mask;
+    part_factors.masked_fill_(overflowed.view({-1, 1, 1}), 0.0);
+    const auto resets = overflowed.sum();
+    state.factor_resets.add_(resets);
+    factor_resets_total_.add_(resets);
     if (warm_eigen) {
       // Only the factors whose root was taken move to their new basis.
       at::where_out(part_vectors, ok.view({-1, 1, 1}), basis.vectors, part_vectors);
       at::where_out(part_valid, ok, basis.valid, part_valid);
+      part_valid.masked_fill_(overflowed, false);
       state.refresh_counts.add_(at::one_hot(basis.status, 3).mul_(ok.unsqueeze(1)).sum(0));
     }
   };
@@ -411,6 +463,21 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
       calibrate_root_execution(k, options, due, batched);
       break;
   }
+  check_consecutive_failures(k, options);
+}
+
+// Distributed Shampoo's bounded-failure policy, when asked for: one value read
+// back per root computation.
+void Engine::check_consecutive_failures(size_t k, const DashOptions& options) const {
+  const auto limit = options.max_consecutive_root_failures();
+  if (limit == 0) return;
+  const auto worst = factors[k].consecutive_failures.max().item<int64_t>();
+  const auto& stack = plan.factor_stacks[k];
+  TORCH_CHECK(worst < limit, "dash::Dash: an inverse root in factor stack ", k, " (parameter group ", stack.group,
+      ", ", stack.count, " factors of ", stack.size, "×", stack.size, ") failed ", worst,
+      " root computations in a row (max_consecutive_root_failures = ", limit,
+      "); its preconditioner is stale. diagnostics() counts the failures; a larger root epsilon, float32 "
+      "precision or RootMethod::EVD usually helps");
 }
 
 // Execution::Auto, once per factor stack: this root computation runs batched and
@@ -639,7 +706,7 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
     ScopedPhase phase(profile, Phase::Copies);
     if (!collect_gradients(context)) return;
     gather_gradients(context);
-    if (!gradients_finite(context)) return;
+    if (!gradients_usable(context)) return;
   }
   ++steps_taken;
 

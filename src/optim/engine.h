@@ -62,6 +62,11 @@ struct FactorStackState {
   at::Tensor factors;   ///< (N, b, b)
   at::Tensor roots;     ///< (N, b, b); identity until a root is first computed
   at::Tensor failures;  ///< () int64: roots kept because the new one failed
+  /// Allocated at the stack's first root computation: (N,) int64, the root
+  /// computations each factor has failed in a row; () int64, factors reset to zero
+  /// because they had overflowed.
+  at::Tensor consecutive_failures{};
+  at::Tensor factor_resets{};
   /// EVD with eigen_refresh_tolerance > 0: each factor's last eigenvectors (allocated
   /// at the first such root computation), and how many roots kept their basis,
   /// were warm-started, were recomputed by eigh ((3,) int64, cumulative).
@@ -100,6 +105,10 @@ class Engine {
   /// The first group whose state_layout() differs from the one the state was built for.
   std::optional<size_t> changed_layout_group(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
 
+  /// The largest gradient entry a step takes: above it G Gᵀ, Gᵀ G (or g²) of the
+  /// largest block could overflow float32, with a margin for the root solvers.
+  double overflow_limit() const { return overflow_limit_; }
+
   /// Bytes sent plus received per step by this rank; 0 in a single process.
   int64_t communicated_bytes_per_step() const;
 
@@ -110,7 +119,8 @@ class Engine {
   std::vector<FactorStackState> factors;
   std::vector<AdamWSegmentState> segments;
   int64_t steps_taken = 0;
-  int64_t skipped_steps = 0;
+  int64_t skipped_steps = 0;           ///< non-finite gradients
+  int64_t overflow_skipped_steps = 0;  ///< gradients above overflow_limit()
   PhaseProfile profile;
   /// The root solvers' temporaries, shared by all factor stacks (one is solved at
   /// a time) and kept across steps: not state, not saved.
@@ -120,7 +130,8 @@ class Engine {
   struct StepContext;
   bool collect_gradients(StepContext& context);
   void gather_gradients(const StepContext& context);
-  bool gradients_finite(StepContext& context);
+  bool gradients_usable(StepContext& context);
+  void check_consecutive_failures(size_t factor_stack, const DashOptions& options) const;
   at::Tensor gradient_blocks(size_t stack, const Rows& rows);
   void update_factors(StepContext& context, size_t stack, const Rows& rows);
   void refresh_roots(StepContext& context, size_t factor_stack);
@@ -138,6 +149,9 @@ class Engine {
   at::Tensor adamw_update_;
   std::vector<int64_t> segment_offsets_;
   at::Tensor flat_update_;  ///< distributed only: plan.flat_numel elements + 1 scratch, all-gathered
+  double overflow_limit_ = 0.0;
+  at::Tensor factor_resets_total_;      ///< () int64 over all stacks; read with the step's gradient check
+  int64_t factor_resets_reported_ = 0;  ///< how many of those a warning has announced
   std::vector<std::string> layouts_;  ///< state_layout() of each group at construction
   std::unique_ptr<distributed::UpdateExchange> exchange_;
 };

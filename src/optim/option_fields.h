@@ -15,7 +15,7 @@
   FIELD(nesterov, bool) FIELD(weight_decay, double) FIELD(decay_one_dimensional, bool)  \
   FIELD(bias_correction, bool) FIELD(one_dimensional, OneDimensional)                  \
   FIELD(adamw_eps, double) FIELD(execution, Execution)                                 \
-  FIELD(non_finite_gradients, NonFiniteGradients)
+  FIELD(non_finite_gradients, NonFiniteGradients) FIELD(max_consecutive_root_failures, int64_t)
 
 #define DASH_ROOT_FIELDS(FIELD)                                                         \
   FIELD(method, RootMethod) FIELD(eigen_heuristic, EigenHeuristic) FIELD(scaling, Scaling) \

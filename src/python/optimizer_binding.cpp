@@ -60,6 +60,7 @@ py::dict diagnostics_dict(const Dash& optimizer) {
     entry["count"] = stack.count;
     entry["root"] = stack.root;
     entry["failures"] = stack.failures;
+    entry["factor_resets"] = stack.factor_resets;
     entry["execution"] = to_string(stack.execution);
     entry["calibrated_batched_ms"] = stack.calibrated_batched_ms;
     entry["calibrated_per_block_ms"] = stack.calibrated_per_block_ms;
@@ -81,6 +82,7 @@ py::dict diagnostics_dict(const Dash& optimizer) {
   result["block_stacks"] = block_stacks;
   result["steps_taken"] = diagnostics.steps_taken;
   result["skipped_steps"] = diagnostics.skipped_steps;
+  result["overflow_skipped_steps"] = diagnostics.overflow_skipped_steps;
   result["state_bytes"] = optimizer.state_bytes();
   result["workspace_bytes"] = diagnostics.workspace_bytes;
   result["communicated_bytes_per_step"] = optimizer.communicated_bytes_per_step();

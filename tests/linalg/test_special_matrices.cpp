@@ -113,6 +113,21 @@ TEST_P(EveryMethod, NonFiniteMatrixIsFlaggedAndIsolated) {
   EXPECT_LE(max_relative_error(result.root.index_select(0, at::tensor({0, 2})), clean), 1e-6);
 }
 
+// A rank-deficient factor near the top of the float32 range (λ_max = 1e36): ε/s
+// is below the smallest float and vanished, so EVD inverted a zero eigenvalue and
+// returned NaN. Every method must give a finite root. (No accuracy is asked for:
+// float32 rounds the null space of such a matrix to eigenvalues of ±1e29, far
+// above ε, so no float32 root resolves it.)
+TEST_P(EveryMethod, HugeRankDeficientMatrixGivesAFiniteRoot) {
+  const int64_t b = 16;
+  auto eigenvalues = at::cat({at::linspace(1.0, 0.1, b / 2, at::kDouble), at::zeros({b / 2}, at::kDouble)})
+      .mul_(1e36).expand({2, b}).contiguous();
+  auto spectrum = with_eigenvalues(eigenvalues, 14);
+  auto result = inverse_root_with_diagnostics(spectrum.matrices.to(at::kFloat), 4, options().epsilon(1e-10));
+  EXPECT_TRUE(at::isfinite(result.root).all().item<bool>());
+  EXPECT_TRUE(result.finite.all().item<bool>());
+}
+
 INSTANTIATE_TEST_SUITE_P(Methods, EveryMethod,
     ::testing::Values(RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev),
     [](const auto& info) { return to_string(info.param); });

@@ -17,6 +17,7 @@
 namespace dash {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::HasSubstr;
 
 using testing::error_of;
@@ -67,17 +68,112 @@ TEST(DashSafety, ScaledGradientsStillReachAKnownMinimum) {
   }
 }
 
-// The 1e20 case: the factors overflow, so every root of that run fails and is
-// counted; the parameter still moves (grafting norm) and stays finite.
+// A root that comes out non-finite keeps the previous one and is counted: zero
+// factors with ε = 0 have the eigenvalue 0 to invert.
 TEST(DashSafety, FailedRootsAreCountedAndKept) {
   auto param = at::ones({4, 4}).set_requires_grad(true);
-  Dash optimizer({param}, preconditioned_from_step_one(RootMethod::NewtonDB));
-  param.mutable_grad() = at::full({4, 4}, 1e20f);
+  auto options = preconditioned_from_step_one(RootMethod::EVD);
+  options.root().epsilon(0.0);
+  Dash optimizer({param}, options);
+  param.mutable_grad() = at::zeros({4, 4});
   optimizer.step();
   auto diagnostics = optimizer.diagnostics();
   ASSERT_EQ(diagnostics.factor_stacks.size(), 1u);
   EXPECT_EQ(diagnostics.factor_stacks[0].failures, 2);  // L and R of the one block
+  EXPECT_EQ(diagnostics.factor_stacks[0].factor_resets, 0);
   EXPECT_TRUE(at::isfinite(param).all().item<bool>());
+}
+
+// A finite gradient whose squares would overflow the float32 statistics skips
+// the step: nothing changes, and the skip is counted.
+TEST(DashSafety, OverflowingGradientSkipsTheStep) {
+  auto param = at::ones({4, 4}).set_requires_grad(true);
+  Dash optimizer({param}, preconditioned_from_step_one(RootMethod::NewtonDB));
+  param.mutable_grad() = at::full({4, 4}, 1e20f);
+  optimizer.step();
+  EXPECT_TRUE(at::equal(param.detach(), at::ones({4, 4})));
+  auto diagnostics = optimizer.diagnostics();
+  EXPECT_EQ(diagnostics.overflow_skipped_steps, 1);
+  EXPECT_EQ(diagnostics.skipped_steps, 0);
+  EXPECT_EQ(diagnostics.steps_taken, 0);
+  EXPECT_EQ(diagnostics.factor_stacks[0].failures, 0);
+}
+
+// Extreme but finite gradients (1e±20 … 1e±38, alone and mixed), then ordinary
+// ones: training still reaches the known minimum of ½‖W − T‖², for every root
+// method. Before the overflow guard, 1e20 filled the factors and the Adam
+// statistic with Inf: every later root failed and the grafted step was 0.
+TEST(DashSafety, TrainingRecoversFromExtremeGradients) {
+  const std::vector<std::vector<double>> sequences = {{1e20}, {1e25}, {1e30}, {1e38}, {1e-20}, {1e-25}, {1e-30},
+      {1e-38}, {1e38, 1e-38, 1e20, 1e-20, 1.0, 1e30, 1e-30, 1e19, 1e-19}};
+  auto generator = at::detail::createCPUGenerator(13);
+  for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+    for (const auto& scales : sequences) {
+      auto target = at::randn({6, 5}, generator);
+      auto param = at::zeros({6, 5}).set_requires_grad(true);
+      Dash optimizer({param}, preconditioned_from_step_one(method).lr(0.05));
+      const double start = (param.detach() - target).norm().item<double>();
+      int64_t overflowing = 0;
+      for (double scale : scales) {
+        for (int t = 0; t < 5; ++t) {
+          auto direction = param.detach() - target;
+          // Largest entry exactly `scale`, computed in double: 1e38 is near FLT_MAX.
+          param.mutable_grad() = (direction.to(at::kDouble) / direction.abs().max().to(at::kDouble) * scale)
+                                     .to(at::kFloat);
+          optimizer.step();
+        }
+        overflowing += scale > 1e18 ? 5 : 0;
+      }
+      for (int t = 0; t < 60; ++t) {
+        param.mutable_grad() = param.detach() - target;
+        optimizer.step();
+      }
+      const double end = (param.detach() - target).norm().item<double>();
+      const auto what = "method " + std::to_string(static_cast<int>(method)) + ", first scale " +
+          std::to_string(scales.front()) + ", " + std::to_string(scales.size()) + " scales";
+      EXPECT_LT(end, 0.25 * start) << what << ": distance " << start << " -> " << end;
+      EXPECT_EQ(optimizer.diagnostics().overflow_skipped_steps, overflowing) << what;
+    }
+  }
+}
+
+// Plain sums of the factors (β_LR = 1) of gradients just under the limit overflow
+// after a few dozen steps: the overflowed factors restart from zero, so the next
+// root succeeds (with the bounded-failure policy at 2 the run never raises).
+TEST(DashSafety, OverflowedFactorsRestartFromZero) {
+  auto param = at::zeros({4, 4}).set_requires_grad(true);
+  Dash optimizer({param}, preconditioned_from_step_one(RootMethod::NewtonDB).beta_factor(1.0)
+                              .max_consecutive_root_failures(2));
+  for (int t = 0; t < 120; ++t) {
+    param.mutable_grad() = at::full({4, 4}, 1e18f);  // limit for 4 × 4 blocks: 1.15e18
+    optimizer.step();
+  }
+  auto diagnostics = optimizer.diagnostics();
+  EXPECT_EQ(diagnostics.overflow_skipped_steps, 0);
+  EXPECT_GE(diagnostics.factor_stacks[0].factor_resets, 2);  // L and R, at least once
+  EXPECT_EQ(diagnostics.factor_stacks[0].failures, diagnostics.factor_stacks[0].factor_resets);
+  EXPECT_TRUE(at::isfinite(param).all().item<bool>());
+}
+
+// Distributed Shampoo's bounded-failure policy: off by default; at K, the K-th
+// failure in a row raises, naming the option.
+TEST(DashSafety, ConsecutiveRootFailuresRaiseWhenBounded) {
+  auto options = preconditioned_from_step_one(RootMethod::EVD);
+  options.root().epsilon(0.0);
+  auto param = at::ones({4, 4}).set_requires_grad(true);
+  Dash unbounded({param}, options);
+  for (int t = 0; t < 5; ++t) {
+    param.mutable_grad() = at::zeros({4, 4});
+    unbounded.step();
+  }
+  EXPECT_EQ(unbounded.diagnostics().factor_stacks[0].failures, 10);
+
+  Dash bounded({param}, options.max_consecutive_root_failures(3));
+  param.mutable_grad() = at::zeros({4, 4});
+  bounded.step();
+  bounded.step();
+  EXPECT_THAT(error_of([&] { bounded.step(); }),
+      AllOf(HasSubstr("failed 3 root computations in a row"), HasSubstr("max_consecutive_root_failures = 3")));
 }
 
 TEST(DashSafety, NonFiniteGradientRaisesByDefaultAndCanSkip) {
@@ -150,6 +246,7 @@ TEST(DashSafety, BadOptionsAreRejectedAtConstruction) {
   EXPECT_THAT(with(DashOptions().weight_decay(std::nan(""))), HasSubstr("weight_decay"));
   EXPECT_THAT(with(DashOptions().momentum(1.0)), HasSubstr("momentum"));
   EXPECT_THAT(with(DashOptions().weight_decay(-1.0)), HasSubstr("weight_decay"));
+  EXPECT_THAT(with(DashOptions().max_consecutive_root_failures(-1)), HasSubstr("max_consecutive_root_failures"));
   EXPECT_NO_THROW(Dash({param}, DashOptions().beta_factor(1.0)));  // AdaGrad-style sums
 }
 

@@ -348,6 +348,47 @@ def test_non_finite_gradients_raise_or_skip(bad):
     assert any("skipping a step" in str(w.message) for w in caught)
 
 
+def test_overflowing_gradient_skips_the_step_with_a_warning_and_training_recovers():
+    target = torch.randn(12, 10, generator=torch.Generator().manual_seed(8))
+    param = torch.zeros(12, 10, requires_grad=True)
+    optimizer = dash.Dash([param], lr=0.05, block_size=8, start_step=1, root_frequency=1)
+    start = (param - target).norm().item()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for step in range(40):
+            param.grad = (param.detach() - target) * (1e30 if step < 3 else 1.0)
+            optimizer.step()
+    report = optimizer.diagnostics()
+    assert report["overflow_skipped_steps"] == 3 and report["steps_taken"] == 37
+    assert sum("float32 statistics" in str(w.message) for w in caught) == 3
+    assert (param - target).norm().item() < 0.25 * start
+
+
+def test_overflowed_factors_restart_with_a_warning():
+    param = torch.zeros(4, 4, requires_grad=True)
+    optimizer = dash.Dash([param], lr=0.01, block_size=4, start_step=1, root_frequency=1, betas=(0.9, 1.0),
+                          max_consecutive_root_failures=2)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(120):
+            param.grad = torch.full((4, 4), 1e18)
+            optimizer.step()
+    resets = optimizer.diagnostics()["factor_stacks"][0]["factor_resets"]
+    assert resets >= 2
+    assert any("restarted from zero" in str(w.message) for w in caught)
+    assert torch.isfinite(param).all()
+
+
+def test_bounded_root_failures_raise():
+    param = torch.ones(4, 4, requires_grad=True)
+    optimizer = dash.Dash([param], block_size=4, start_step=1, root_frequency=1, root_method="evd", epsilon=0.0,
+                          max_consecutive_root_failures=2)
+    param.grad = torch.zeros(4, 4)
+    optimizer.step()
+    with pytest.raises(RuntimeError, match="max_consecutive_root_failures = 2"):
+        optimizer.step()
+
+
 @pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
 def test_float64_and_bfloat16_parameters_keep_their_dtype_and_descend(dtype):
     target = [torch.randn(shape, generator=torch.Generator().manual_seed(5)).to(dtype) for shape in SHAPES]
