@@ -5,9 +5,14 @@
 # scaling) and DASH-CN (≈ 7 minutes on 2 cores after the build). Output: results/compare/.
 # It also installs the Python package `dash` (scripts/install-python.sh).
 # Extra arguments go to dash-train compare, e.g. `scripts/run.sh --seeds 1,2,3`.
+# It replaces the runs of an earlier invocation (--overwrite) unless given --resume.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${DASH_BUILD_DIR:-$root/build/release}
 bash "$root/scripts/build.sh" "$build_dir"   # also installs the Python package (docs/python.md)
 cd "$root"
-"$build_dir/apps/dash_train/dash-train" compare "$@"
+replace=(--overwrite)
+for argument in "$@"; do
+  case $argument in --resume | --resume=* | --overwrite | --overwrite=*) replace=() ;; esac
+done
+"$build_dir/apps/dash_train/dash-train" compare "${replace[@]}" "$@"

@@ -1,5 +1,8 @@
 #include "compare.h"
 
+#include "file_io.h"
+#include "optimizer_factory.h"
+#include "run_folder.h"
 #include "text_corpus.h"
 #include "trainer.h"
 
@@ -13,6 +16,7 @@
 #include <iomanip>
 #include <iostream>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace dash_train {
@@ -72,6 +76,35 @@ std::vector<Variant> variants(const CompareOptions& options) {
     }
   }
   return result;
+}
+
+// Every run's configuration, per variant and seed, checked before the first run
+// starts: its keys, its optimizer's options (by building the optimizer for a probe
+// parameter) and its folder (unique, and free unless --resume / --overwrite).
+std::vector<std::vector<TrainConfig>> checked_configs(const CompareOptions& options, const std::vector<Variant>& runs) {
+  std::vector<std::vector<TrainConfig>> configs;
+  std::set<std::string> folders;
+  const auto probe = at::zeros({2, 2}).set_requires_grad(true);
+  for (const auto& run : runs) {
+    configs.emplace_back();
+    for (const int64_t seed : options.seeds) {
+      TrainConfig config = options.base;
+      apply_json(config, run.keys, "run '" + run.name + "'");
+      config.seed = seed;
+      config.name = run.name + "-seed" + std::to_string(seed);
+      try {
+        config.check();
+        (void)make_optimizer(config, {probe});
+      } catch (const c10::Error& error) {
+        TORCH_CHECK(false, "dash-train compare: run '", run.name, "': ", error.what_without_backtrace());
+      }
+      TORCH_CHECK(folders.insert(config.run_dir()).second, "dash-train compare: two runs would write to '",
+                  config.run_dir(), "'; give each run its own name");
+      check_run_folder(config.run_dir(), folder_use(config));
+      configs.back().push_back(config);
+    }
+  }
+  return configs;
 }
 
 // Validation losses of one run at one step, over its seeds, and the training time
@@ -137,6 +170,7 @@ std::vector<CompareRow> run_comparison(const CompareOptions& options) {
   TORCH_CHECK(!options.seeds.empty(), "dash-train compare: --seeds must name at least one seed");
   const auto runs = variants(options);
   options.base.check();
+  const auto configs = checked_configs(options, runs);
   const auto corpus = load_text_corpus(options.base.data.empty() ? kDefaultCorpusPath : options.base.data,
                                        options.base.validation_fraction, options.base.seq_len + 1);
   const std::string out_dir = options.base.out_dir;
@@ -146,17 +180,14 @@ std::vector<CompareRow> run_comparison(const CompareOptions& options) {
   std::vector<std::map<int64_t, CurvePoint>> curves;
   const size_t total = runs.size() * options.seeds.size();
   size_t index = 0;
-  for (const auto& run : runs) {
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const auto& run = runs[r];
     CompareRow row;
     row.name = run.name;
     row.lr = run.lr;
     std::vector<double> losses, perplexities, optimizer_ms, step_ms, tokens_per_second;
     std::map<int64_t, CurvePoint> curve;
-    for (const int64_t seed : options.seeds) {
-      TrainConfig config = options.base;
-      apply_json(config, run.keys, "run '" + run.name + "'");
-      config.seed = seed;
-      config.name = run.name + "-seed" + std::to_string(seed);
+    for (const auto& config : configs[r]) {
       std::cerr << "[" << ++index << "/" << total << "] " << config.name << " (" << config.optimizer << ", lr "
                 << config.lr << ")\n";
       const auto result = Trainer(config, corpus).run();
@@ -186,7 +217,7 @@ std::vector<CompareRow> run_comparison(const CompareOptions& options) {
     curves.push_back(curve);
   }
 
-  std::ofstream(out_dir + "/summary.md") << comparison_table(rows);
+  write_file_atomically(out_dir + "/summary.md", comparison_table(rows));
   auto summary = nlohmann::json::array();
   for (const auto& row : rows) {
     summary.push_back({{"name", row.name},
@@ -200,7 +231,7 @@ std::vector<CompareRow> run_comparison(const CompareOptions& options) {
                        {"train_step_ms", row.step_ms},
                        {"tokens_per_second", row.tokens_per_second}});
   }
-  std::ofstream(out_dir + "/summary.json") << summary.dump(2) << '\n';
+  write_file_atomically(out_dir + "/summary.json", summary.dump(2) + "\n");
   write_plot(out_dir, rows, curves, options.plot_gnuplot);
   return rows;
 }

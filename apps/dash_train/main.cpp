@@ -2,6 +2,7 @@
 
 #include "command_line.h"
 #include "compare.h"
+#include "run_folder.h"
 #include "text_corpus.h"
 #include "trainer.h"
 
@@ -39,6 +40,9 @@ std::shared_ptr<const dash::DistributedContext> distributed_context(const dash_t
 
 int train(const dash_train::TrainConfig& config, const std::vector<std::string>& arguments) {
   const auto environment = dash::rank_environment();
+  // Before any work (and before any rank starts): a folder that does not fit
+  // --resume / --overwrite. Ranks leave it to rank 0, which also locks the folder.
+  if (!environment.has_value()) dash_train::check_run_folder(config.run_dir(), dash_train::folder_use(config));
   if (!environment.has_value() && config.nproc > 1) {
     // The launcher: runs this same command as nproc ranks and waits for them.
     std::vector<std::string> command{std::filesystem::read_symlink("/proc/self/exe").string()};

@@ -4,8 +4,11 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <sstream>
 
@@ -22,31 +25,45 @@ std::vector<std::string> rows_up_to(const std::string& path, int64_t last_step) 
   std::ifstream in(path);
   std::vector<std::string> kept;
   std::string line;
-  bool header = true;
+  int64_t number = 0;
   while (std::getline(in, line)) {
-    if (header) {
-      header = false;
-      continue;
-    }
-    if (!line.empty() && std::stoll(line.substr(0, line.find(','))) <= last_step) kept.push_back(line);
+    if (++number == 1 || line.empty()) continue;  // the header
+    const auto first = line.substr(0, line.find(','));
+    char* end = nullptr;
+    errno = 0;
+    const long long step = std::strtoll(first.c_str(), &end, 10);
+    TORCH_CHECK(!first.empty() && *end == '\0' && errno == 0, "dash-train: log '", path, "' line ", number,
+        " does not start with a step number: '", line.substr(0, 80), "'; it is not this run's log");
+    if (step <= last_step) kept.push_back(line);
   }
   return kept;
 }
 
+std::string cause() { return errno != 0 ? std::strerror(errno) : "write failed"; }
+
 }  // namespace
 
-CsvLog::CsvLog(const std::string& path, const std::vector<std::string>& columns, int64_t resume_step) {
+CsvLog::CsvLog(const std::string& path, const std::vector<std::string>& columns, int64_t resume_step) : path_(path) {
   const auto kept = resume_step >= 0 ? rows_up_to(path, resume_step) : std::vector<std::string>{};
+  errno = 0;
   out_.open(path, std::ios::trunc);
-  TORCH_CHECK(out_, "dash-train: cannot write log file '", path, "'");
+  TORCH_CHECK(out_, "dash-train: cannot write log file '", path, "': ", cause());
   out_ << join(columns) << '\n';
   for (const auto& row : kept) out_ << row << '\n';
-  out_.flush();
+  flush();
 }
 
 void CsvLog::write(const std::vector<std::string>& fields) {
   out_ << join(fields) << '\n';
+  flush();
+}
+
+// Every row reaches the file at once (a crash loses none), and a full disk is an
+// error naming the log rather than rows silently missing.
+void CsvLog::flush() {
+  errno = 0;
   out_.flush();
+  TORCH_CHECK(out_.good(), "dash-train: cannot write log file '", path_, "': ", cause());
 }
 
 ProgressDisplay::ProgressDisplay(int64_t total_steps, int64_t line_every, bool enabled)

@@ -17,9 +17,13 @@ class CsvLog {
  public:
   /// resume_step < 0: start a new file.
   CsvLog(const std::string& path, const std::vector<std::string>& columns, int64_t resume_step);
+  /// Appends a row and flushes it; a failed write is an error naming the file.
   void write(const std::vector<std::string>& fields);
 
  private:
+  void flush();
+
+  std::string path_;
   std::ofstream out_;
 };
 

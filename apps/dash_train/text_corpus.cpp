@@ -1,6 +1,7 @@
 #include "text_corpus.h"
 
 #include "byte_tokenizer.h"
+#include "file_io.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -16,14 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-uint64_t fnv1a(const std::string& text) {
-  uint64_t hash = 14695981039346656037ULL;
-  for (const unsigned char c : text) {
-    hash ^= c;
-    hash *= 1099511628211ULL;
-  }
-  return hash;
-}
 
 std::string read_file(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);

@@ -46,6 +46,7 @@ const std::vector<Key>& keys() {
       {"checkpoint_every", &TrainConfig::checkpoint_every, "checkpoint every this many steps (0: only at the end)", false},
       {"stop_at", &TrainConfig::stop_at, "stop after this step, checkpointed, as if interrupted (0: run to the end)", false},
       {"resume", &TrainConfig::resume, "continue from out_dir/name/checkpoint.pt", false},
+      {"overwrite", &TrainConfig::overwrite, "replace the run already in out_dir/name (else that is an error)", false},
       {"progress", &TrainConfig::progress, "show the progress bar / progress lines", false},
       {"threads", &TrainConfig::threads, "intra-op CPU threads (0: LibTorch's default)", false},
       {"nproc", &TrainConfig::nproc, "local data-parallel ranks (Gloo on 127.0.0.1); or launch with torchrun's variables", false},
@@ -149,8 +150,12 @@ void TrainConfig::check() const {
   model().check();
   TORCH_CHECK(validation_fraction > 0.0 && validation_fraction < 1.0,
               "dash-train: 'validation_fraction' must be in (0, 1), got ", validation_fraction);
-  TORCH_CHECK(!name.empty() && name.find('/') == std::string::npos,
-              "dash-train: 'name' must be a non-empty file name without '/', got '", name, "'");
+  // One path component, so that out_dir/name stays inside out_dir.
+  TORCH_CHECK(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+                  name.find('\0') == std::string::npos,
+              "dash-train: 'name' must be a single folder name (not empty, '.' or '..', no '/'), got '", name, "'");
+  TORCH_CHECK(!out_dir.empty(), "dash-train: 'out_dir' must not be empty (use '.' for the current folder)");
+  TORCH_CHECK(!(resume && overwrite), "dash-train: 'resume' and 'overwrite' exclude each other");
   TORCH_CHECK(steps >= 1, "dash-train: 'steps' must be ≥ 1, got ", steps);
   TORCH_CHECK(batch_size >= 1, "dash-train: 'batch_size' must be ≥ 1, got ", batch_size);
   TORCH_CHECK(eval_every >= 1, "dash-train: 'eval_every' must be ≥ 1, got ", eval_every);

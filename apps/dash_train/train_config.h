@@ -38,6 +38,7 @@ struct TrainConfig {
   int64_t checkpoint_every = 0;  ///< 0: only at the end (and at stop_at)
   int64_t stop_at = 0;           ///< > 0: stop after this step as if interrupted (checkpoint written)
   bool resume = false;
+  bool overwrite = false;  ///< replace a run already in out_dir/name (without it that is an error)
   bool progress = true;
   int64_t threads = 0;  ///< intra-op CPU threads; 0: LibTorch's default
   int64_t nproc = 1;    ///< > 1: launch this many local data-parallel ranks
@@ -71,6 +72,8 @@ struct TrainConfig {
   double beta_factor = 0.95;
 
   LlamaConfig model() const;
+  /// out_dir/name: the run's logs and checkpoints.
+  std::string run_dir() const { return out_dir + "/" + name; }
   /// Throws naming the first key out of range (or an unknown name).
   void check() const;
 };

@@ -1,5 +1,6 @@
 #include "trainer.h"
 
+#include "file_io.h"
 #include "optimizer_factory.h"
 #include "run_log.h"
 
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 
 namespace dash_train {
@@ -57,6 +59,7 @@ Trainer::Trainer(TrainConfig config, const TextCorpus& corpus, std::shared_ptr<c
       world_size_(distributed_ ? distributed_->world_size() : 1),
       device_(parse_device(config_.device)) {
   config_.check();
+  if (is_main_process()) folder_ = std::make_unique<RunFolder>(run_dir(), folder_use(config_));
   if (config_.threads > 0) at::set_num_threads(static_cast<int>(config_.threads));
   train_tokens_ = corpus.train.to(device_);
   validation_batches_ = validation_batches(corpus.validation.to(device_), config_.batch_size, config_.seq_len,
@@ -70,7 +73,7 @@ Trainer::Trainer(TrainConfig config, const TextCorpus& corpus, std::shared_ptr<c
   }
 }
 
-std::string Trainer::run_dir() const { return config_.out_dir + "/" + config_.name; }
+std::string Trainer::run_dir() const { return config_.run_dir(); }
 std::string Trainer::checkpoint_path() const {
   return run_dir() + (rank_ == 0 ? "/checkpoint.pt" : "/checkpoint-rank" + std::to_string(rank_) + ".pt");
 }
@@ -89,16 +92,45 @@ void Trainer::save_checkpoint(int64_t step) {
   save_training_checkpoint(checkpoint_path(), config_, progress_, *model_, *optimizer_);
 }
 
+// A resumed run with nothing left to do: what its checkpoint and summary.json
+// recorded (the timings are the summary's; 0 if it has none).
+TrainResult Trainer::recorded_result() const {
+  TrainResult result;
+  result.steps = progress_.step;
+  result.finished = progress_.step == config_.steps;
+  result.validation = progress_.validation;
+  result.final_validation_loss = result.validation.empty() ? NAN : result.validation.back().loss;
+  std::ifstream in(run_dir() + "/summary.json");
+  const auto summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (summary.is_object()) {
+    for (auto [key, field] : {std::pair{"forward_ms", &result.forward_ms}, std::pair{"backward_ms", &result.backward_ms},
+             std::pair{"optimizer_ms", &result.optimizer_ms}, std::pair{"tokens_per_second", &result.tokens_per_second}}) {
+      if (summary.contains(key) && summary[key].is_number()) *field = summary[key].get<double>();
+    }
+  }
+  if (const auto* dash_optimizer = dynamic_cast<const dash::Dash*>(optimizer_.get())) {
+    result.optimizer_bytes_per_step = dash_optimizer->communicated_bytes_per_step();
+  }
+  return result;
+}
+
 TrainResult Trainer::run() {
   const int64_t first_step = progress_.step;
   const int64_t last_step = config_.stop_at > 0 ? config_.stop_at : config_.steps;
   const int64_t resume_step = config_.resume ? first_step : -1;
   const int64_t tokens_per_step = config_.batch_size * config_.seq_len * world_size_;
 
+  if (config_.resume && first_step >= last_step) {
+    if (is_main_process()) {
+      std::cerr << "dash-train: the run in '" << run_dir() << "' is already at step " << first_step
+                << "; nothing to do, its logs are left as they are\n";
+    }
+    return recorded_result();
+  }
+
   std::unique_ptr<CsvLog> train_log, validation_log;
   if (is_main_process()) {
-    std::filesystem::create_directories(run_dir());
-    std::ofstream(run_dir() + "/config.json") << to_json(config_).dump(2) << '\n';
+    write_file_atomically(run_dir() + "/config.json", to_json(config_).dump(2) + "\n");
     train_log = std::make_unique<CsvLog>(
         run_dir() + "/train.csv",
         std::vector<std::string>{"step", "lr", "loss", "tokens_per_s", "forward_ms", "backward_ms", "optimizer_ms"},
@@ -202,7 +234,7 @@ TrainResult Trainer::run() {
                               {"tokens_per_second", result.tokens_per_second},
                               {"world_size", world_size_},
                               {"optimizer_bytes_per_step", result.optimizer_bytes_per_step}};
-    std::ofstream(run_dir() + "/summary.json") << summary.dump(2) << '\n';
+    write_file_atomically(run_dir() + "/summary.json", summary.dump(2) + "\n");
   }
   return result;
 }

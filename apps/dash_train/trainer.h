@@ -4,6 +4,7 @@
 // lr schedule, clipping, validation, logs, checkpoints and resume.
 
 #include "llama.h"
+#include "run_folder.h"
 #include "text_corpus.h"
 #include "token_batches.h"
 #include "train_config.h"
@@ -36,12 +37,16 @@ struct TrainResult {
 class Trainer {
  public:
   /// Builds the model (seeded) and the optimizer; with config.resume, loads the
-  /// checkpoint in out_dir/name. With a distributed context of several ranks, this
+  /// checkpoint in out_dir/name. The main process holds out_dir/name (RunFolder:
+  /// locked; a run already there is an error unless resume or overwrite) until the
+  /// trainer is destroyed. With a distributed context of several ranks, this
   /// process is one data-parallel rank: it trains on its shard of the training
   /// text, averages gradients over the ranks, and DASH splits its blocks over them.
   Trainer(TrainConfig config, const TextCorpus& corpus,
       std::shared_ptr<const dash::DistributedContext> distributed = nullptr);
 
+  /// Trains from the current step to stop_at (or steps). A resumed run that has
+  /// nothing left to do returns its recorded result and rewrites nothing.
   TrainResult run();
   /// Mean validation loss (nats per byte) of the current parameters.
   double evaluate();
@@ -54,6 +59,7 @@ class Trainer {
 
  private:
   void save_checkpoint(int64_t step);
+  TrainResult recorded_result() const;
   bool is_main_process() const { return rank_ == 0; }
 
   TrainConfig config_;
@@ -66,6 +72,7 @@ class Trainer {
   Llama model_{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
   CheckpointProgress progress_;
+  std::unique_ptr<RunFolder> folder_;  ///< main process only
 };
 
 }  // namespace dash_train

@@ -1,15 +1,20 @@
 #include "training_checkpoint.h"
 
+#include "file_io.h"
+
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 #include <torch/serialize/input-archive.h>
 #include <torch/serialize/output-archive.h>
 
-#include <cstdio>
 #include <filesystem>
+#include <sstream>
 
 namespace dash_train {
 namespace {
+
+constexpr const char* kPayloadKey = "payload";
+constexpr const char* kChecksumKey = "checksum";
 
 nlohmann::json compatibility_values(const TrainConfig& config) {
   const auto all = to_json(config);
@@ -44,6 +49,10 @@ std::vector<ValidationPoint> validation_points(const at::Tensor& table) {
 
 }  // namespace
 
+// The checkpoint file is an archive of two entries: "payload", the bytes of the
+// archive that holds the run (config, step, validation, model, optimizer), and
+// "checksum", their FNV-1a. The archive format itself does not verify its entries'
+// contents, so without it overwritten bytes loaded silently.
 void save_training_checkpoint(const std::string& path, const TrainConfig& config, const CheckpointProgress& progress,
                               torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
   torch::serialize::OutputArchive archive;
@@ -57,17 +66,50 @@ void save_training_checkpoint(const std::string& path, const TrainConfig& config
   torch::serialize::OutputArchive optimizer_archive;
   optimizer.save(optimizer_archive);
   archive.write("optimizer", optimizer_archive);
-  const auto temporary = path + ".tmp";
-  archive.save_to(temporary);
-  std::filesystem::rename(temporary, path);
+  std::ostringstream payload;
+  archive.save_to(payload);
+  const auto bytes = payload.str();
+
+  torch::serialize::OutputArchive file;
+  file.write(kPayloadKey, at::from_blob(const_cast<char*>(bytes.data()), {static_cast<int64_t>(bytes.size())}, at::kByte));
+  file.write(kChecksumKey, c10::IValue(static_cast<int64_t>(fnv1a(bytes))));
+  std::ostringstream contents;
+  file.save_to(contents);
+  // Serialised in memory first: a failing disk is then one clear error here, not
+  // an exception from inside the archive writer.
+  write_file_atomically(path, contents.str());
 }
 
 CheckpointProgress load_training_checkpoint(const std::string& path, const TrainConfig& config,
                                             torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
   TORCH_CHECK(std::filesystem::exists(path), "dash-train: --resume: no checkpoint at '", path, "'");
-  torch::serialize::InputArchive archive;
   const auto parameters = model.parameters();
-  archive.load_from(path, parameters.empty() ? at::Device(at::kCPU) : parameters.front().device());
+  const auto device = parameters.empty() ? at::Device(at::kCPU) : parameters.front().device();
+  torch::serialize::InputArchive archive;
+  try {
+    torch::serialize::InputArchive file;
+    file.load_from(path);
+    at::Tensor payload;
+    if (file.try_read(kPayloadKey, payload)) {
+      c10::IValue checksum;
+      file.read(kChecksumKey, checksum);
+      payload = payload.contiguous();
+      const auto* data = static_cast<const char*>(payload.data_ptr());
+      const auto size = static_cast<size_t>(payload.numel());
+      TORCH_CHECK(static_cast<int64_t>(fnv1a(data, size)) == checksum.toInt(), "checksum mismatch");
+      archive.load_from(data, size, device);
+    } else {
+      // Written before checkpoints carried a checksum: the whole file is the run's archive.
+      TORCH_WARN("dash-train: checkpoint '", path, "' has no checksum (written by an older dash-train)");
+      archive.load_from(path, device);
+    }
+  } catch (const c10::Error& error) {
+    TORCH_CHECK(false, "dash-train: checkpoint '", path, "' is corrupt or unreadable (", error.what_without_backtrace(),
+        "); resume from an intact copy or start a new run with --overwrite");
+  } catch (const std::exception& error) {
+    TORCH_CHECK(false, "dash-train: checkpoint '", path, "' is corrupt or unreadable (", error.what(),
+        "); resume from an intact copy or start a new run with --overwrite");
+  }
   c10::IValue saved_config;
   archive.read("config", saved_config);
   const auto saved = nlohmann::json::parse(saved_config.toStringRef());

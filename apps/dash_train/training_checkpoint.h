@@ -27,13 +27,15 @@ struct CheckpointProgress {
   std::vector<ValidationPoint> validation;
 };
 
-/// Writes to `path` through a temporary file and a rename, so a crash mid-write
-/// leaves the previous checkpoint intact.
+/// Writes to `path` through a temporary file, fsync and a rename (file_io.h), so a
+/// crash or a full disk leaves the previous checkpoint intact; the file carries a
+/// checksum of its contents.
 void save_training_checkpoint(const std::string& path, const TrainConfig& config, const CheckpointProgress& progress,
                               torch::nn::Module& model, torch::optim::Optimizer& optimizer);
 
-/// Restores model and optimizer. Fails naming the first key of
-/// checkpoint_compatibility_keys() whose value differs from `config`.
+/// Restores model and optimizer. Fails on a checksum mismatch (a corrupt file), or
+/// naming the first key of checkpoint_compatibility_keys() whose value differs
+/// from `config`.
 CheckpointProgress load_training_checkpoint(const std::string& path, const TrainConfig& config,
                                             torch::nn::Module& model, torch::optim::Optimizer& optimizer);
 
