@@ -1,26 +1,60 @@
 #pragma once
 
-// `--name value` command-line options with defaults, and a clear error for an
-// unknown or malformed one.
+// `--name value` command-line options with defaults. Every option's value is
+// checked (type, range, an output file that can be written) when the command line
+// is read, so that a bad value fails before anything is measured.
 
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
 namespace dash::bench {
 
+/// An accepted option: its default and what its values must be.
+struct OptionSpec {
+  enum class Kind { Text, Integer, Real, IntegerList, RealList, OutputFile };
+
+  OptionSpec(const char* default_value) : default_value(default_value) {}  // NOLINT: text options read as literals
+  OptionSpec(std::string default_value, Kind kind, double min = -std::numeric_limits<double>::infinity(),
+      double max = std::numeric_limits<double>::infinity())
+      : default_value(std::move(default_value)), kind(kind), min(min), max(max) {}
+
+  std::string default_value;
+  Kind kind = Kind::Text;
+  double min;  ///< Integer, Real and their lists: every value in [min, max]
+  double max;
+};
+
+OptionSpec integer_option(const std::string& default_value, double min,
+    double max = std::numeric_limits<double>::infinity());
+OptionSpec real_option(const std::string& default_value, double min,
+    double max = std::numeric_limits<double>::infinity());
+OptionSpec integer_list_option(const std::string& default_value, double min);
+OptionSpec real_list_option(const std::string& default_value, double min, double max);
+/// A file the benchmark writes at the end ("" = none): its folder must exist and be writable.
+OptionSpec output_file_option();
+
+/// Whether the arguments ask for the usage (-h, --help anywhere).
+bool asks_for_help(const std::vector<std::string>& args);
+
 class Arguments {
  public:
-  /// `known` maps each accepted option (without "--") to its default value.
-  Arguments(const std::vector<std::string>& args, std::map<std::string, std::string> known);
+  /// `known` maps each accepted option (without "--") to its spec. Throws
+  /// std::invalid_argument naming the option for an unknown option or a bad value.
+  Arguments(const std::vector<std::string>& args, std::map<std::string, OptionSpec> known);
 
   const std::string& text(const std::string& name) const;
   long long integer(const std::string& name) const;
   double real(const std::string& name) const;
   /// Comma-separated list.
   std::vector<std::string> list(const std::string& name) const;
+  std::vector<long long> integers(const std::string& name) const;
+  std::vector<double> reals(const std::string& name) const;
 
  private:
+  void check(const std::string& name, const OptionSpec& spec) const;
+
   std::map<std::string, std::string> values_;
 };
 

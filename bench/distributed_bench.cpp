@@ -76,9 +76,14 @@ int run_rank(const Arguments& arguments, const std::optional<RankEnvironment>& e
 }  // namespace
 
 int run_distributed_bench(const std::vector<std::string>& args) {
-  Arguments arguments(args, {{"preset", "llama-tiny"}, {"layers", "-1"}, {"block", "256"}, {"frequency", "10"},
-      {"method", "ndb"}, {"scaling", "multi-pi"}, {"communication", "fp32"}, {"nproc", "1"}, {"warmup", "2"},
-      {"steps", "20"}, {"json", ""}});
+  Arguments arguments(args, {{"preset", "llama-tiny"}, {"layers", integer_option("-1", -1)},
+      {"block", integer_option("256", 1)}, {"frequency", integer_option("10", 1)}, {"method", "ndb"},
+      {"scaling", "multi-pi"}, {"communication", "fp32"}, {"nproc", integer_option("1", 1, 64)},
+      {"warmup", integer_option("2", 0)}, {"steps", integer_option("20", 1)}, {"json", output_file_option()}});
+  // The names, before any rank starts.
+  (void)parse_root_method(arguments.text("method"));
+  (void)parse_scaling(arguments.text("scaling"));
+  (void)parse_communication_dtype(arguments.text("communication"));
   const auto environment = rank_environment();
   if (!environment.has_value() && arguments.integer("nproc") > 1) {
     std::vector<std::string> command{std::filesystem::read_symlink("/proc/self/exe").string(), "distributed"};

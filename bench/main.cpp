@@ -3,6 +3,7 @@
 //   dash-bench step [options]      optimizer steps on model shapes (AdamW, sequential, batched)
 //   dash-bench distributed [options]  DASH steps on N local Gloo ranks: time, memory, bytes sent
 
+#include "arguments.h"
 #include "distributed_bench.h"
 #include "solver_bench.h"
 #include "step_bench.h"
@@ -34,6 +35,10 @@ int main(int argc, char** argv) {
   }
   const std::string command = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
+  if (command == "help" || dash::bench::asks_for_help({argv + 1, argv + argc})) {
+    std::cout << usage;
+    return 0;
+  }
   try {
     if (command == "solvers") {
       return dash::bench::run_solver_bench(args);
@@ -51,6 +56,9 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const c10::Error& error) {
     std::cerr << "dash-bench: " << error.what_without_backtrace() << "\n";
+    return 1;
+  } catch (const std::exception& error) {
+    std::cerr << "dash-bench: " << error.what() << "\n";
     return 1;
   }
 }

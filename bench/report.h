@@ -28,8 +28,9 @@ inline std::string scientific(double value) {
 inline void write_json_report(const nlohmann::json& report, const std::string& path) {
   if (path.empty()) return;
   std::ofstream file(path);
-  if (!file) throw std::invalid_argument("cannot write --json file '" + path + "'");
   file << report.dump(2) << "\n";
+  file.flush();
+  if (!file) throw std::runtime_error("cannot write --json file '" + path + "' (a full disk?)");
   std::cout << "wrote " << path << "\n";
 }
 

@@ -69,9 +69,9 @@ std::vector<Configuration> configurations(const std::vector<std::string>& method
 
 int run_solver_bench(const std::vector<std::string>& args) {
   Arguments arguments(args, {
-      {"preset", "quick"}, {"device", "cpu"}, {"p", "4"}, {"cond", "1e3"},
-      {"methods", "evd,cn,ndb,chebyshev"}, {"warmup", "1"}, {"reps", "3"}, {"json", ""},
-      {"epsilon", "1e-10"}, {"seed", "0"}});
+      {"preset", "quick"}, {"device", "cpu"}, {"p", integer_option("4", 1, 64)}, {"cond", real_option("1e3", 1)},
+      {"methods", "evd,cn,ndb,chebyshev"}, {"warmup", integer_option("1", 0)}, {"reps", integer_option("3", 1)},
+      {"json", output_file_option()}, {"epsilon", real_option("1e-10", 0)}, {"seed", integer_option("0", 0)}});
   const auto shapes = preset_shapes(arguments.text("preset"));
   const at::Device device(arguments.text("device"));
   const int64_t p = arguments.integer("p");

@@ -266,15 +266,28 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
   return result;
 }
 
+// Builds each DASH configuration once for a probe parameter: an option out of
+// range is an error now, not after the configurations before it were measured.
+void check_configurations(const std::vector<Configuration>& configs) {
+  const auto probe = at::zeros({2, 2}).set_requires_grad(true);
+  for (const auto& config : configs) {
+    if (!config.adamw) Dash check({probe}, config.options);
+  }
+}
+
 }  // namespace
 
 int run_step_bench(const std::vector<std::string>& args) {
   Arguments arguments(args, {
-      {"preset", "llama-tiny"}, {"layers", "-1"}, {"shapes", ""}, {"block", "256"}, {"frequencies", "1,10"},
-      {"methods", "evd,cn,ndb,chebyshev"}, {"scalings", "fro,pi,multi-pi"}, {"precisions", "fp32,fp16,bf16"},
-      {"baseline", "1"}, {"warmup", "1"}, {"steps", "0"}, {"device", "cpu"}, {"json", ""}, {"profile", "0"},
-      {"seed", "0"}, {"interleave", "0"}, {"executions", "batched,auto"},
-      {"eigen-tolerances", "0"}});
+      {"preset", "llama-tiny"}, {"layers", integer_option("-1", -1)}, {"shapes", ""}, {"block", integer_option("256", 1)},
+      {"frequencies", integer_list_option("1,10", 1)}, {"methods", "evd,cn,ndb,chebyshev"},
+      {"scalings", "fro,pi,multi-pi"}, {"precisions", "fp32,fp16,bf16"}, {"baseline", integer_option("1", 0, 1)},
+      {"warmup", integer_option("1", 0)}, {"steps", integer_option("0", 0)}, {"device", "cpu"},
+      {"json", output_file_option()}, {"profile", integer_option("0", 0, 1)}, {"seed", integer_option("0", 0)},
+      {"interleave", integer_option("0", 0, 1)}, {"executions", "batched,auto"},
+      {"eigen-tolerances", real_list_option("0", 0, 1)}});
+  // Every configuration's names and options, before anything is measured.
+  check_configurations(configurations(arguments, 1));
   const auto model = arguments.text("shapes").empty()
       ? preset_model(arguments.text("preset"), arguments.integer("layers"))
       : parse_shapes(arguments.text("shapes"));
@@ -294,8 +307,7 @@ int run_step_bench(const std::vector<std::string>& args) {
   report["device"] = device.str();
   report["rows"] = nlohmann::json::array();
 
-  for (const auto& frequency_text : arguments.list("frequencies")) {
-    const int64_t frequency = std::stoll(frequency_text);
+  for (const int64_t frequency : arguments.integers("frequencies")) {
     // Timed steps: a whole number of root periods, so the mean is the amortised cost.
     const int steps = arguments.integer("steps") > 0 ? static_cast<int>(arguments.integer("steps"))
                                                      : static_cast<int>(std::max<int64_t>(frequency, 3));

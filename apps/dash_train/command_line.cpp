@@ -15,7 +15,7 @@ std::vector<T> parse_list(const std::string& flag, const std::string& text) {
   std::string item;
   while (std::getline(items, item, ',')) {
     const auto value = nlohmann::json::parse(item, nullptr, /*allow_exceptions=*/false);
-    TORCH_CHECK(value.is_number() && (!std::is_integral_v<T> || value.is_number_integer()), "dash-train: ", flag,
+    TORCH_CHECK(value.is_number() && (!std::is_integral_v<T> || is_int64(value)), "dash-train: ", flag,
                 " expects a comma-separated list of ", std::is_integral_v<T> ? "integers" : "numbers", ", got '",
                 text, "'");
     values.push_back(value.get<T>());
@@ -31,6 +31,15 @@ bool is_flag(const std::string& argument) { return argument.rfind("--", 0) == 0;
 CommandLine parse_command_line(const std::vector<std::string>& arguments) {
   CommandLine line;
   size_t i = 0;
+  const auto asks_for_help = [](const std::string& argument) {
+    return argument == "-h" || argument == "--help" || argument == "help";
+  };
+  for (const auto& argument : arguments) {
+    if (asks_for_help(argument)) {  // anywhere, even after an error-prone flag
+      line.command = "help";
+      return line;
+    }
+  }
   if (i < arguments.size() && !is_flag(arguments[i])) {
     line.command = arguments[i++];
     TORCH_CHECK(line.command == "train" || line.command == "compare" || line.command == "help",
@@ -77,7 +86,7 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
     } else if (name == "lrs") {
       line.lrs = parse_list<double>("--lrs", value);
     } else {
-      apply_json(line.config, nlohmann::json{{name, parse_command_line_value(value)}}, "command line");
+      apply_json(line.config, nlohmann::json{{name, parse_command_line_value(name, value)}}, "command line");
       out_dir_given = out_dir_given || name == "out_dir" || name == "out-dir";
     }
   }

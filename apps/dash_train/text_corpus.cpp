@@ -88,6 +88,11 @@ TextCorpus load_text_corpus(const std::string& path, double validation_fraction,
   const fs::path root(path);
   TORCH_CHECK(fs::exists(root, error), "dash-train: data path '", path,
               "' does not exist (the default corpus comes with Debian's python3.11-doc: run scripts/setup.sh)");
+  // A device (/dev/zero) never ends and a pipe may never be written to: only
+  // regular files (directly or in a folder) are read.
+  TORCH_CHECK(fs::is_directory(root, error) || fs::is_regular_file(root, error), "dash-train: data path '", path,
+              "' is not a regular file or a folder (a device, pipe or socket cannot be split into train and "
+              "validation text)");
   TextCorpus corpus;
   if (fs::is_directory(root)) {
     corpus = split_folder(root, validation_fraction);

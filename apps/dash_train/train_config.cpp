@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <variant>
 
@@ -98,6 +99,19 @@ const Key* find_key(const std::string& name) {
 
 std::string type_name(const nlohmann::json& value) { return value.type_name(); }
 
+}  // namespace
+
+bool is_int64(const nlohmann::json& value) {
+  constexpr double kTwoTo63 = 9223372036854775808.0;
+  if (value.is_number_unsigned()) return value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (value.is_number_integer()) return true;
+  if (!value.is_number_float()) return false;
+  const double number = value.get<double>();  // 3.0 counts, 3.5 and 1e30 do not
+  return number >= -kTwoTo63 && number < kTwoTo63 && number == static_cast<double>(static_cast<int64_t>(number));
+}
+
+namespace {
+
 void assign(TrainConfig& config, const Key& key, const nlohmann::json& value, const std::string& source) {
   const auto where = [&] { return "'" + std::string(key.name) + "' (" + source + ")"; };
   std::visit(
@@ -111,10 +125,8 @@ void assign(TrainConfig& config, const Key& key, const nlohmann::json& value, co
           TORCH_CHECK(value.is_boolean(), "dash-train: ", where(), " expects true or false, got ", value.dump());
           config.*member = value.get<bool>();
         } else if constexpr (std::is_same_v<Field, int64_t>) {
-          const bool integral = value.is_number_integer() ||
-                                 (value.is_number_float() && value.get<double>() == static_cast<double>(
-                                                                                         value.get<int64_t>()));
-          TORCH_CHECK(integral, "dash-train: ", where(), " expects an integer, got ", value.dump());
+          TORCH_CHECK(is_int64(value), "dash-train: ", where(), " expects an integer in [-2^63, 2^63), got ",
+                      value.dump());
           config.*member = value.get<int64_t>();
         } else {
           TORCH_CHECK(value.is_number(), "dash-train: ", where(), " expects a number, got ", value.dump());
@@ -210,7 +222,7 @@ void apply_config_file(TrainConfig& config, const std::string& path) {
   nlohmann::json values;
   try {
     values = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& error) {
+  } catch (const nlohmann::json::exception& error) {  // parse_error, or out_of_range for 1e400
     TORCH_CHECK(false, "dash-train: config file '", path, "' is not valid JSON: ", error.what());
   }
   apply_json(config, values, "config file '" + path + "'");
@@ -238,10 +250,12 @@ std::string config_keys_help() {
   return help.str();
 }
 
-nlohmann::json parse_command_line_value(const std::string& text) {
+nlohmann::json parse_command_line_value(const std::string& name, const std::string& text) {
   try {
     auto value = nlohmann::json::parse(text);
     if (value.is_number() || value.is_boolean() || value.is_null()) return value;
+  } catch (const nlohmann::json::out_of_range&) {
+    TORCH_CHECK(false, "dash-train: --", name, " ", text, ": the number is out of range");
   } catch (const nlohmann::json::parse_error&) {
   }
   return text;

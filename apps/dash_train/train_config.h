@@ -90,7 +90,12 @@ std::vector<std::string> checkpoint_compatibility_keys();
 /// The help text: every key, its default and meaning.
 std::string config_keys_help();
 
-/// Command-line value: JSON if it parses as a number, bool or null, else a string.
-nlohmann::json parse_command_line_value(const std::string& text);
+/// Whether a JSON value is an integer that int64_t holds (3 and 3.0 are; 3.5,
+/// 1e30 and 2^64 − 1 are not).
+bool is_int64(const nlohmann::json& value);
+
+/// Command-line value: JSON if it parses as a number, bool or null, else a string;
+/// a number beyond double's range is an error naming --`name`.
+nlohmann::json parse_command_line_value(const std::string& name, const std::string& text);
 
 }  // namespace dash_train

@@ -19,7 +19,8 @@
 namespace dash {
 
 void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
-  TORCH_CHECK(p >= 1, "dash::inverse_root: root p must be a positive integer, got p = ", p);
+  // Shampoo asks for p = 2·(tensor order); beyond 64 a root is the identity to float precision.
+  TORCH_CHECK(p >= 1 && p <= 64, "dash::inverse_root: root p must be an integer in [1, 64], got p = ", p);
   TORCH_CHECK(options.epsilon() >= 0.0 && std::isfinite(options.epsilon()),
       "dash::inverse_root: epsilon must be finite and >= 0, got ", options.epsilon());
   TORCH_CHECK(options.newton_steps() >= 1,
@@ -109,14 +110,17 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
     linalg::Scratch& scratch, Eigenbasis* basis = nullptr) {
   auto a = stack.to(work_type(stack));
   const auto identity = linalg::identity_like(a);
-  // A matrix with a NaN/Inf entry is solved as I (so that no solver, nor eigh,
-  // sees it and the rest of the stack is unaffected) and its root set to NaN.
-  auto finite_input = linalg::finite_matrices(a);
+  // A matrix with a NaN/Inf entry, a non-symmetric one, or (for the matmul-only
+  // solvers, which assume A ⪰ 0) one with a negative diagonal entry is solved as I
+  // (so that no solver, nor eigh, sees it and the rest of the stack is
+  // unaffected) and its root set to NaN: a failure the caller sees, not a root.
+  // EVD's heuristics are meant for indefinite input, so EVD takes those.
+  const bool evd = options.method() == RootMethod::EVD;
+  auto admissible = linalg::admissible_matrices(a, /*positive_diagonal=*/!evd, scratch);
   auto normalized = scratch.empty_like(a);
-  at::where_out(normalized, finite_input, a, identity);
+  at::where_out(normalized, admissible, a, identity);
   // EVD applies ε inside its eigenvalue heuristic (as Distributed Shampoo does);
   // the matmul-only solvers get it on the diagonal.
-  const bool evd = options.method() == RootMethod::EVD;
   if (options.epsilon() > 0.0 && !evd) normalized.diagonal(0, -2, -1).add_(options.epsilon());
 
   // EVD needs no spectral bound, only a scale that keeps entries near 1.
@@ -135,7 +139,7 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
 
   auto root_of_normalized = normalized_root(keep_normalized_root ? normalized : std::move(normalized), epsilon, p,
       options, keep_normalized_root, basis, scratch);
-  if (basis != nullptr) basis->valid.logical_and_(finite_input.view({-1}));  // an identity stood in for those
+  if (basis != nullptr) basis->valid.logical_and_(admissible.view({-1}));  // an identity stood in for those
   auto unscale = scale.pow(-1.0 / static_cast<double>(p));
   at::Tensor root;
   if (keep_normalized_root) {
@@ -144,7 +148,7 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
   } else {
     root = root_of_normalized.mul_(unscale);
   }
-  root.masked_fill_(finite_input.logical_not(), std::numeric_limits<double>::quiet_NaN());
+  root.masked_fill_(admissible.logical_not(), std::numeric_limits<double>::quiet_NaN());
   return {std::move(root), std::move(normalized), std::move(root_of_normalized)};
 }
 
@@ -208,10 +212,7 @@ InverseRootResult inverse_root_with_diagnostics(
     auto solution = solve(stack, p, options, /*keep_normalized_root=*/true, scratch);
     // X^p (A + εI) − I, evaluated in normalised units where X̂^p Â has the same
     // value and no entry can overflow. Always in full precision: it is a check.
-    auto power = solution.normalized_root;
-    for (int64_t k = 1; k < p; ++k) {
-      power = at::bmm(power, solution.normalized_root);
-    }
+    auto power = at::linalg_matrix_power(solution.normalized_root, p);  // O(log p) products
     auto residual = linalg::relative_frobenius(
         at::baddbmm(linalg::identity_like(power), power, solution.normalized, -1.0, 1.0));
     auto finite = at::isfinite(solution.root).all(-1).all(-1);

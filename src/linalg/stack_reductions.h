@@ -3,6 +3,8 @@
 // Per-matrix reductions of an (N, b, b) stack that read it once and allocate only
 // (N, 1, 1) results: no stack-sized |A| or isfinite mask.
 
+#include "linalg/scratch.h"
+
 #include <ATen/core/Tensor.h>
 
 namespace dash::linalg {
@@ -14,5 +16,13 @@ at::Tensor largest_magnitude(const at::Tensor& stack);
 /// largest and smallest entries are finite exactly when all its entries are
 /// (NaN propagates through both reductions).
 at::Tensor finite_matrices(const at::Tensor& stack);
+
+/// Whether each matrix is one a root method can take, shape (N, 1, 1): finite,
+/// symmetric to within √ε_float32 · max |a_ij|, and (`positive_diagonal`, for the
+/// matmul-only solvers, which assume A ⪰ 0) no diagonal entry below
+/// −√ε_float32 · max |a_ij| (a positive semi-definite matrix has none). Necessary
+/// conditions only, checked on the device without a host sync; the asymmetry
+/// goes through a buffer from `scratch`.
+at::Tensor admissible_matrices(const at::Tensor& stack, bool positive_diagonal, Scratch& scratch);
 
 }  // namespace dash::linalg

@@ -69,12 +69,27 @@ TEST(TrainConfig, OutOfRangeAndWronglyTypedValuesAreErrorsThatNameTheKey) {
   EXPECT_THAT(error_of([&] { parse({"--grafting", "lion"}); }), HasSubstr("'grafting'"));
   EXPECT_THAT(error_of([&] { parse({"--heads", "3"}); }), HasSubstr("heads"));
   EXPECT_THAT(error_of([&] { parse({"--stop-at", "500"}); }), HasSubstr("'stop_at'"));
+  // Numbers outside double or int64 name the key, not the JSON library or a wrapped -1.
+  EXPECT_THAT(error_of([&] { parse({"--lr", "1e400"}); }), HasSubstr("--lr 1e400: the number is out of range"));
+  EXPECT_THAT(error_of([&] { parse({"--steps", "18446744073709551615"}); }),
+              HasSubstr("'steps' (command line) expects an integer in [-2^63, 2^63)"));
+  EXPECT_THAT(error_of([&] { parse({"--steps", "1e30"}); }), HasSubstr("'steps' (command line) expects an integer"));
+  EXPECT_THAT(error_of([&] { parse({"compare", "--seeds", "18446744073709551615"}); }), HasSubstr("--seeds"));
   TemporaryFolder folder;
   write_file(folder.file("config.json"), R"({"lr": "fast"})");
   EXPECT_THAT(error_of([&] { parse({"--config", folder.file("config.json")}); }), HasSubstr("expects a number"));
+  write_file(folder.file("huge.json"), R"({"lr": 1e400})");
+  EXPECT_THAT(error_of([&] { parse({"--config", folder.file("huge.json")}); }), HasSubstr("not valid JSON"));
   write_file(folder.file("broken.json"), R"({"lr": )");
   EXPECT_THAT(error_of([&] { parse({"--config", folder.file("broken.json")}); }), HasSubstr("not valid JSON"));
   EXPECT_THAT(error_of([&] { parse({"--config", folder.file("absent.json")}); }), HasSubstr("cannot read config"));
+}
+
+TEST(TrainConfig, HelpIsHonouredAnywhere) {
+  for (const auto& arguments : std::vector<std::vector<std::string>>{{"-h"}, {"--help"}, {"compare", "-h"},
+           {"--lr", "-1", "--help"}, {"help"}}) {
+    EXPECT_EQ(parse(arguments).command, "help") << arguments.front();
+  }
 }
 
 TEST(TrainConfig, CompareTakesSeedsAndAnLrGrid) {

@@ -10,6 +10,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 namespace dash_train {
 namespace {
 
@@ -95,6 +97,12 @@ TEST(TextCorpus, BadPathsGetClearErrors) {
               ::testing::HasSubstr("fewer than one training window"));
   EXPECT_THAT(error_of([&] { load_text_corpus(folder.file("short.txt"), 1.5, 1); }),
               ::testing::HasSubstr("validation_fraction"));
+  // /dev/zero never ends, a pipe may never be written to: refused, not read.
+  EXPECT_THAT(error_of([&] { load_text_corpus("/dev/zero", 0.1, 8); }),
+              ::testing::HasSubstr("not a regular file or a folder"));
+  ASSERT_EQ(::mkfifo(folder.file("pipe").c_str(), 0600), 0);
+  EXPECT_THAT(error_of([&] { load_text_corpus(folder.file("pipe"), 0.1, 8); }),
+              ::testing::HasSubstr("not a regular file or a folder"));
 }
 
 TEST(TokenBatches, TargetsAreInputsShiftedByOneAndWindowsComeFromTheText) {

@@ -2,8 +2,10 @@
 // fields, so that they never rot. No timing is asserted.
 
 #include "solver_bench.h"
+#include "arguments.h"
 #include "step_bench.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -101,6 +103,33 @@ TEST(BenchSmoke, BadArgumentsAreRejected) {
   EXPECT_THROW(run_step_bench({"--preset", "gpt-5"}), std::invalid_argument);
   EXPECT_THROW(run_step_bench({"--blocks", "8"}), std::invalid_argument);
   EXPECT_THROW(run_step_bench({"--shapes", "8xq"}), std::invalid_argument);
+}
+
+// Every value is checked when the command line is read, so these fail at once,
+// before the first configuration is measured (the preset is the full llama-tiny:
+// a late failure would take minutes, and the test would time out).
+TEST(BenchSmoke, BadValuesFailBeforeAnythingIsMeasured) {
+  auto message = [](auto&& run) {
+    try {
+      run();
+    } catch (const std::exception& error) {
+      return std::string(error.what());
+    }
+    return std::string("no error");
+  };
+  using ::testing::HasSubstr;
+  EXPECT_THAT(message([] { run_step_bench({"--block", "0"}); }), HasSubstr("--block must be in [1"));
+  EXPECT_THAT(message([] { run_step_bench({"--frequencies", "1,0"}); }), HasSubstr("--frequencies must be in [1"));
+  EXPECT_THAT(message([] { run_step_bench({"--frequencies", "1,x"}); }), HasSubstr("--frequencies expects integers"));
+  EXPECT_THAT(message([] { run_step_bench({"--steps", "99999999999999999999"}); }), HasSubstr("--steps expects"));
+  EXPECT_THAT(message([] { run_step_bench({"--json", "/nonexistent-folder/report.json"}); }),
+      HasSubstr("--json '/nonexistent-folder/report.json' cannot be written"));
+  EXPECT_THAT(message([] { run_step_bench({"--eigen-tolerances", "0,2"}); }), HasSubstr("--eigen-tolerances"));
+  EXPECT_THAT(message([] { run_step_bench({"--methods", "evd,svd"}); }), HasSubstr("'svd'"));
+  EXPECT_THAT(message([] { run_solver_bench({"--reps", "0"}); }), HasSubstr("--reps must be in [1"));
+  EXPECT_THAT(message([] { run_solver_bench({"--p", "1000000000"}); }), HasSubstr("--p must be in [1, 64]"));
+  EXPECT_TRUE(asks_for_help({"--block", "8", "-h"}));
+  EXPECT_FALSE(asks_for_help({"--block", "8"}));
 }
 
 }  // namespace

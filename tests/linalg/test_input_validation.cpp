@@ -1,6 +1,7 @@
 // Bad input gets an error that names the problem.
 
 #include <dash/inverse_root.h>
+#include <dash/option_names.h>
 
 #include <ATen/ATen.h>
 
@@ -35,12 +36,34 @@ TEST(InputValidation, RejectsNonFloatingPoint) {
 }
 
 TEST(InputValidation, RejectsBadRoots) {
-  EXPECT_THAT(error_of([] { inverse_root(kGood, 0); }), HasSubstr("positive integer"));
-  EXPECT_THAT(error_of([] { inverse_root(kGood, -4); }), HasSubstr("positive integer"));
+  for (int64_t p : {int64_t{0}, int64_t{-4}, int64_t{65}, int64_t{1000000000}}) {
+    // 1e9 used to spend minutes on the diagnostics' X^p, one product at a time.
+    EXPECT_THAT(error_of([&] { inverse_root_with_diagnostics(kGood, p); }), HasSubstr("an integer in [1, 64]")) << p;
+  }
   EXPECT_THAT(error_of([] { inverse_root(kGood, 3, InverseRootOptions().method(RootMethod::NewtonDB)); }),
       HasSubstr("power of two"));
   EXPECT_THAT(error_of([] { inverse_root(kGood, 6, InverseRootOptions().method(RootMethod::NewtonDB)); }),
       HasSubstr("power of two"));
+}
+
+// Matrices no root method can take are flagged (a NaN root, finite = false), on
+// the device, not returned as roots: a non-symmetric one for every method, a
+// negative definite one for the matmul-only solvers (EVD's heuristics are meant
+// for indefinite input). The admissible matrix in the same stack is unaffected.
+TEST(InputValidation, FlagsMatricesNoSolverCanTake) {
+  auto spd = at::eye(6) * 2.0 + at::full({6, 6}, 0.1);
+  auto asymmetric = spd.clone();
+  asymmetric[0][5] = 1.0;
+  auto stack = at::stack({spd, asymmetric, -spd});
+  for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+    auto result = inverse_root_with_diagnostics(stack, 4, InverseRootOptions().method(method));
+    const bool evd = method == RootMethod::EVD;
+    EXPECT_TRUE(result.finite[0].item<bool>()) << to_string(method);
+    EXPECT_LE(result.residual[0].item<double>(), 1e-3) << to_string(method);
+    EXPECT_FALSE(result.finite[1].item<bool>()) << to_string(method);
+    EXPECT_TRUE(at::isnan(result.root[1]).all().item<bool>()) << to_string(method);
+    EXPECT_EQ(result.finite[2].item<bool>(), evd) << to_string(method);
+  }
 }
 
 TEST(InputValidation, RejectsBadOptions) {
