@@ -37,9 +37,12 @@ void check_range(const std::string& name, double value, const OptionSpec& spec, 
   }
 }
 
-// Opened for writing now (and a file created for the test removed again): the
-// only check that also holds for root and for special file systems such as /proc.
-void check_writable(const std::string& name, const std::string& path) {
+}  // namespace
+
+// Opened for writing: the only check that also holds for root and for special
+// file systems such as /proc.
+void check_output_file(const std::string& name, const std::string& path) {
+  if (path.empty()) return;
   errno = 0;
   const bool existed = std::filesystem::exists(path);
   const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC | (existed ? 0 : O_CREAT | O_EXCL), 0644);
@@ -49,8 +52,6 @@ void check_writable(const std::string& name, const std::string& path) {
   ::close(fd);
   if (!existed) ::unlink(path.c_str());
 }
-
-}  // namespace
 
 OptionSpec integer_option(const std::string& default_value, double min, double max) {
   return {default_value, OptionSpec::Kind::Integer, min, max};
@@ -114,7 +115,7 @@ void Arguments::check(const std::string& name, const OptionSpec& spec) const {
       return;
     }
     case Kind::OutputFile:
-      if (!text(name).empty()) check_writable(name, text(name));
+      check_output_file(name, text(name));
       return;
   }
 }

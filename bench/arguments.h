@@ -35,6 +35,10 @@ OptionSpec real_list_option(const std::string& default_value, double min, double
 /// A file the benchmark writes at the end ("" = none): its folder must exist and be writable.
 OptionSpec output_file_option();
 
+/// Fails (std::invalid_argument naming --`name`) unless `path` can be written: opened
+/// for writing now, and a file created for the test removed again ("" passes).
+void check_output_file(const std::string& name, const std::string& path);
+
 /// Whether the arguments ask for the usage (-h, --help anywhere).
 bool asks_for_help(const std::vector<std::string>& args);
 

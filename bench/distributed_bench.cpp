@@ -79,12 +79,14 @@ int run_distributed_bench(const std::vector<std::string>& args) {
   Arguments arguments(args, {{"preset", "llama-tiny"}, {"layers", integer_option("-1", -1)},
       {"block", integer_option("256", 1)}, {"frequency", integer_option("10", 1)}, {"method", "ndb"},
       {"scaling", "multi-pi"}, {"communication", "fp32"}, {"nproc", integer_option("1", 1, 64)},
-      {"warmup", integer_option("2", 0)}, {"steps", integer_option("20", 1)}, {"json", output_file_option()}});
+      {"warmup", integer_option("2", 0)}, {"steps", integer_option("20", 1)}, {"json", ""}});
   // The names, before any rank starts.
   (void)parse_root_method(arguments.text("method"));
   (void)parse_scaling(arguments.text("scaling"));
   (void)parse_communication_dtype(arguments.text("communication"));
   const auto environment = rank_environment();
+  // Once, before any rank starts (ranks checking at once would race on the test file).
+  if (!environment.has_value()) check_output_file("json", arguments.text("json"));
   if (!environment.has_value() && arguments.integer("nproc") > 1) {
     std::vector<std::string> command{std::filesystem::read_symlink("/proc/self/exe").string(), "distributed"};
     command.insert(command.end(), args.begin(), args.end());

@@ -31,11 +31,9 @@ bool is_flag(const std::string& argument) { return argument.rfind("--", 0) == 0;
 CommandLine parse_command_line(const std::vector<std::string>& arguments) {
   CommandLine line;
   size_t i = 0;
-  const auto asks_for_help = [](const std::string& argument) {
-    return argument == "-h" || argument == "--help" || argument == "help";
-  };
+  // -h/--help anywhere (even after a bad value), or `help` as the command.
   for (const auto& argument : arguments) {
-    if (asks_for_help(argument)) {  // anywhere, even after an error-prone flag
+    if (argument == "-h" || argument == "--help" || (&argument == &arguments.front() && argument == "help")) {
       line.command = "help";
       return line;
     }
@@ -54,10 +52,6 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
     const auto equals = name.find('=');
     if (equals != std::string::npos) {
       flags.emplace_back(name.substr(0, equals), name.substr(equals + 1));
-      continue;
-    }
-    if (name == "help" || name == "h") {
-      line.command = "help";
       continue;
     }
     auto key = name;

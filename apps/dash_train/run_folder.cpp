@@ -58,6 +58,7 @@ void check_run_folder(const std::string& folder, FolderUse use) {
 }
 
 RunFolder::RunFolder(std::string folder, FolderUse use) : folder_(std::move(folder)) {
+  if (use == FolderUse::Resume) check_run_folder(folder_, use);  // creates nothing when there is nothing to resume
   std::error_code error;
   fs::create_directories(folder_, error);
   TORCH_CHECK(!error, "dash-train: cannot create the run folder '", folder_, "': ", error.message());

@@ -86,9 +86,10 @@ CheckpointProgress load_training_checkpoint(const std::string& path, const Train
   const auto parameters = model.parameters();
   const auto device = parameters.empty() ? at::Device(at::kCPU) : parameters.front().device();
   torch::serialize::InputArchive archive;
+  c10::IValue saved_config;
   try {
     torch::serialize::InputArchive file;
-    file.load_from(path);
+    file.load_from(path, at::Device(at::kCPU));  // the payload's bytes are read on the host
     at::Tensor payload;
     if (file.try_read(kPayloadKey, payload)) {
       c10::IValue checksum;
@@ -103,6 +104,7 @@ CheckpointProgress load_training_checkpoint(const std::string& path, const Train
       TORCH_WARN("dash-train: checkpoint '", path, "' has no checksum (written by an older dash-train)");
       archive.load_from(path, device);
     }
+    archive.read("config", saved_config);
   } catch (const c10::Error& error) {
     TORCH_CHECK(false, "dash-train: checkpoint '", path, "' is corrupt or unreadable (", error.what_without_backtrace(),
         "); resume from an intact copy or start a new run with --overwrite");
@@ -110,8 +112,6 @@ CheckpointProgress load_training_checkpoint(const std::string& path, const Train
     TORCH_CHECK(false, "dash-train: checkpoint '", path, "' is corrupt or unreadable (", error.what(),
         "); resume from an intact copy or start a new run with --overwrite");
   }
-  c10::IValue saved_config;
-  archive.read("config", saved_config);
   const auto saved = nlohmann::json::parse(saved_config.toStringRef());
   const auto current = compatibility_values(config);
   for (const auto& [key, value] : current.items()) {

@@ -86,9 +86,10 @@ struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions>
   TORCH_ARG(double, adamw_eps) = 1e-8;
   TORCH_ARG(Execution, execution) = Execution::Auto;
   TORCH_ARG(NonFiniteGradients, non_finite_gradients) = NonFiniteGradients::Error;
-  /// Bounded failures: step() raises once some factor's inverse root has failed this
-  /// many root computations in a row (a failed root keeps the previous one). 0: never
-  /// (the default). When set, each root computation reads one value back.
+  /// Bounded failures: once some factor's inverse root has failed this many root
+  /// computations in a row (a failed root keeps the previous one), the next step()
+  /// raises before it changes anything. 0: never (the default). Checked within the
+  /// step's one read back; single process only (an error with several ranks).
   TORCH_ARG(int64_t, max_consecutive_root_failures) = 0;
 
  public:
@@ -116,7 +117,8 @@ struct FactorStackDiagnostics {
   int64_t roots_kept = 0;
   int64_t roots_warm_started = 0;
   int64_t roots_recomputed = 0;
-  /// Factors found non-finite (overflowed) at a root computation and restarted from zero.
+  /// Factors found overflowed (or above FLT_MAX/(16 b), about to) at a root
+  /// computation and restarted from zero.
   int64_t factor_resets = 0;
 };
 

@@ -127,6 +127,9 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
   auto scale = evd ? linalg::largest_magnitude(normalized) : linalg::spectral_scale(normalized, options, scratch);
   // With ε added, λ_max ≥ ε; the floor only matters for an all-zero block at ε = 0.
   scale = scale.clamp_min(std::max(options.epsilon(), static_cast<double>(std::numeric_limits<float>::min())));
+  // A scale beyond the float range (entries near FLT_MAX / (margin · b)) would
+  // turn the root into exact zeros that look finite: a failure instead.
+  admissible.logical_and_(at::isfinite(scale));
   normalized.div_(scale);
   auto epsilon = options.epsilon() / scale;
   // For factors above ~1e28 (at ε = 1e-10) ε/s would underflow to 0 and EVD would

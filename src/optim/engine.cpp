@@ -278,26 +278,37 @@ bool Engine::gradients_usable(StepContext& context) {
     add(adamw_grad_);
   }
   extremes.push_back(at::zeros({}, factor_resets_total_.options().dtype(at::kFloat)));
-  const auto host = at::stack({at::stack(extremes).abs().max(), factor_resets_total_.to(at::kFloat)}).cpu();
+  std::vector<at::Tensor> read{at::stack(extremes).abs().max(), factor_resets_total_.to(at::kFloat)};
+  const auto exceeded = bounded_failures_exceeded(context);
+  if (exceeded.defined()) read.push_back(exceeded);
+  const auto host = at::stack(read).cpu();
+  // Before anything of this step changes: the failures of earlier steps.
+  if (exceeded.defined() && host[2].item<double>() > 0.0) raise_bounded_failures(context);
   const double largest = host[0].item<double>();
   const auto resets = static_cast<int64_t>(host[1].item<double>());
   if (resets > factor_resets_reported_) {
     TORCH_WARN("dash::Dash: ", resets - factor_resets_reported_,
-        " factor(s) had overflowed (Inf/NaN entries) and were restarted from zero at the last root computation; "
-        "diagnostics().factor_stacks[k].factor_resets counts them");
+        " factor(s) had overflowed, or were about to (entries above FLT_MAX/(16 b)), and were restarted from zero "
+        "at the last root computation; diagnostics().factor_stacks[k].factor_resets counts them");
     factor_resets_reported_ = resets;
   }
   if (largest <= overflow_limit_) return true;  // false for NaN
 
+  // The parameter to name: the first non-finite one, or (all finite) the first too large one.
+  const bool finite = std::isfinite(largest);
   size_t culprit = 0;
   for (size_t i = 0; i < params.size(); ++i) {
-    if (context.has_grad[i] && !(params[i].grad().to(at::kFloat).abs() <= overflow_limit_).all().item<bool>()) {
+    if (!context.has_grad[i]) continue;
+    const auto grad = params[i].grad().to(at::kFloat);
+    const bool bad = finite ? !(grad.abs() <= overflow_limit_).all().item<bool>()
+                            : !at::isfinite(grad).all().item<bool>();
+    if (bad) {
       culprit = i;
       break;
     }
   }
   const auto where = "parameter " + std::to_string(culprit) + " of shape " + c10::str(params[culprit].sizes());
-  if (std::isfinite(largest)) {
+  if (finite) {
     TORCH_WARN("dash::Dash: skipping a step: a gradient entry of magnitude ", largest, " in ", where,
         " is above ", overflow_limit_, ", beyond which the float32 statistics of its blocks can overflow; "
         "the state is unchanged (diagnostics().overflow_skipped_steps counts such steps)");
@@ -424,7 +435,10 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     at::where_out(part_roots, ok.view({-1, 1, 1}), fresh, part_roots);
     // A factor that overflowed would fail every root after it (an EMA keeps the
     // Inf): it restarts from zero, as a new block's, and keeps its last good root.
-    auto overflowed = linalg::finite_matrices(part_factors).view({-1}).logical_not();
+    // So does one about to overflow (plain sums grow without bound): above
+    // FLT_MAX/(16 b) the solvers' spectral scale (≤ margin · b · max |a_ij|) would.
+    const double near_overflow = static_cast<double>(std::numeric_limits<float>::max()) / (16.0 * stack.size);
+    auto overflowed = (linalg::largest_magnitude(part_factors) <= near_overflow).view({-1}).logical_not();
     if (due_mask.defined()) overflowed = overflowed & due_mask;
     part_factors.masked_fill_(overflowed.view({-1, 1, 1}), 0.0);
     const auto resets = overflowed.sum();
@@ -463,21 +477,38 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
       calibrate_root_execution(k, options, due, batched);
       break;
   }
-  check_consecutive_failures(k, options);
 }
 
-// Distributed Shampoo's bounded-failure policy, when asked for: one value read
-// back per root computation.
-void Engine::check_consecutive_failures(size_t k, const DashOptions& options) const {
-  const auto limit = options.max_consecutive_root_failures();
-  if (limit == 0) return;
-  const auto worst = factors[k].consecutive_failures.max().item<int64_t>();
-  const auto& stack = plan.factor_stacks[k];
-  TORCH_CHECK(worst < limit, "dash::Dash: an inverse root in factor stack ", k, " (parameter group ", stack.group,
-      ", ", stack.count, " factors of ", stack.size, "×", stack.size, ") failed ", worst,
-      " root computations in a row (max_consecutive_root_failures = ", limit,
-      "); its preconditioner is stale. diagnostics() counts the failures; a larger root epsilon, float32 "
-      "precision or RootMethod::EVD usually helps");
+// Distributed Shampoo's bounded-failure policy (max_consecutive_root_failures):
+// whether some factor has failed that many root computations in a row, as a ()
+// float tensor for the step's one read back; undefined when no group asks.
+at::Tensor Engine::bounded_failures_exceeded(const StepContext& context) const {
+  std::vector<at::Tensor> exceeded;
+  for (size_t k = 0; k < factors.size(); ++k) {
+    const auto limit = context.options(plan.factor_stacks[k].group).max_consecutive_root_failures();
+    // Each rank counts the failures of its own factors only: ranks would decide apart.
+    TORCH_CHECK(limit == 0 || !exchange_, "dash::Dash: max_consecutive_root_failures is not supported with "
+        "several ranks yet; set it to 0");
+    if (limit > 0 && factors[k].consecutive_failures.defined()) {
+      exceeded.push_back((factors[k].consecutive_failures.max() >= limit).to(at::kFloat));
+    }
+  }
+  return exceeded.empty() ? at::Tensor() : at::stack(exceeded).max();
+}
+
+// Raises, naming the first stack over its limit (host reads: this is the error path).
+void Engine::raise_bounded_failures(const StepContext& context) const {
+  for (size_t k = 0; k < factors.size(); ++k) {
+    const auto& stack = plan.factor_stacks[k];
+    const auto limit = context.options(stack.group).max_consecutive_root_failures();
+    if (limit == 0 || !factors[k].consecutive_failures.defined()) continue;
+    const auto worst = factors[k].consecutive_failures.max().item<int64_t>();
+    TORCH_CHECK(worst < limit, "dash::Dash: an inverse root in factor stack ", k, " (parameter group ", stack.group,
+        ", ", stack.count, " factors of ", stack.size, "×", stack.size, ") failed ", worst,
+        " root computations in a row (max_consecutive_root_failures = ", limit,
+        "); its preconditioner is stale. diagnostics() counts the failures; a larger root epsilon, float32 "
+        "precision or RootMethod::EVD usually helps");
+  }
 }
 
 // Execution::Auto, once per factor stack: this root computation runs batched and

@@ -64,7 +64,7 @@ struct FactorStackState {
   at::Tensor failures;  ///< () int64: roots kept because the new one failed
   /// Allocated at the stack's first root computation: (N,) int64, the root
   /// computations each factor has failed in a row; () int64, factors reset to zero
-  /// because they had overflowed.
+  /// because they had overflowed or were about to.
   at::Tensor consecutive_failures{};
   at::Tensor factor_resets{};
   /// EVD with eigen_refresh_tolerance > 0: each factor's last eigenvectors (allocated
@@ -131,7 +131,8 @@ class Engine {
   bool collect_gradients(StepContext& context);
   void gather_gradients(const StepContext& context);
   bool gradients_usable(StepContext& context);
-  void check_consecutive_failures(size_t factor_stack, const DashOptions& options) const;
+  at::Tensor bounded_failures_exceeded(const StepContext& context) const;
+  void raise_bounded_failures(const StepContext& context) const;
   at::Tensor gradient_blocks(size_t stack, const Rows& rows);
   void update_factors(StepContext& context, size_t stack, const Rows& rows);
   void refresh_roots(StepContext& context, size_t factor_stack);

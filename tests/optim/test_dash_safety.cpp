@@ -1,5 +1,6 @@
 // Numerical safety and input checks of dash::Dash.
 
+#include <dash/option_names.h>
 #include <dash/optimizer.h>
 
 #include <ATen/ATen.h>
@@ -27,8 +28,8 @@ DashOptions preconditioned_from_step_one(RootMethod method) {
 }
 
 // Finite gradients never give non-finite parameters: zero gradients, scales from
-// 1e-20 to 1e20 (G Gᵀ overflows float32 at 1e20: those roots fail and are kept
-// from before), and rank-1 gradients, for every root method.
+// 1e-20 to 1e20 (at 1e20 G Gᵀ would overflow float32: those steps are skipped),
+// and rank-1 gradients, for every root method.
 TEST(DashSafety, FiniteGradientsKeepParametersFinite) {
   auto generator = at::detail::createCPUGenerator(11);
   for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
@@ -137,26 +138,52 @@ TEST(DashSafety, TrainingRecoversFromExtremeGradients) {
   }
 }
 
-// Plain sums of the factors (β_LR = 1) of gradients just under the limit overflow
-// after a few dozen steps: the overflowed factors restart from zero, so the next
-// root succeeds (with the bounded-failure policy at 2 the run never raises).
-TEST(DashSafety, OverflowedFactorsRestartFromZero) {
+// Gradients just under the limit, every step: the statistics stay finite and the
+// roots usable, for every root method (the margin the limit leaves is enough for
+// the solvers' spectral scaling).
+TEST(DashSafety, GradientsJustUnderTheLimitAreUsed) {
+  for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+    auto param = at::zeros({8, 6}).set_requires_grad(true);
+    Dash optimizer({param}, preconditioned_from_step_one(method).block_size(8));
+    const float limit = 4.6e18f / 8.0f;
+    for (int t = 0; t < 12; ++t) {
+      param.mutable_grad() = at::full({8, 6}, 0.9f * limit) * at::randn({8, 6}).sign();
+      const auto before = param.detach().clone();
+      optimizer.step();
+      EXPECT_FALSE(at::equal(param.detach(), before)) << to_string(method) << " step " << t;
+    }
+    auto diagnostics = optimizer.diagnostics();
+    EXPECT_EQ(diagnostics.overflow_skipped_steps, 0) << to_string(method);
+    EXPECT_EQ(diagnostics.factor_stacks[0].failures, 0) << to_string(method);
+    EXPECT_TRUE(at::isfinite(param).all().item<bool>()) << to_string(method);
+  }
+}
+
+// Plain sums of the factors (β_LR = 1) of gradients just under the limit grow
+// towards overflow: a factor past FLT_MAX/(16 b) restarts from zero before the
+// solvers' scale could overflow (which made exact-zero roots, and zero steps), so
+// every step moves the parameter and no root fails (with the bounded-failure
+// policy at 2 the run never raises).
+TEST(DashSafety, OverflowingFactorsRestartFromZero) {
   auto param = at::zeros({4, 4}).set_requires_grad(true);
   Dash optimizer({param}, preconditioned_from_step_one(RootMethod::NewtonDB).beta_factor(1.0)
                               .max_consecutive_root_failures(2));
   for (int t = 0; t < 120; ++t) {
     param.mutable_grad() = at::full({4, 4}, 1e18f);  // limit for 4 × 4 blocks: 1.15e18
+    const auto before = param.detach().clone();
     optimizer.step();
+    EXPECT_FALSE(at::equal(param.detach(), before)) << "step " << t;
   }
   auto diagnostics = optimizer.diagnostics();
   EXPECT_EQ(diagnostics.overflow_skipped_steps, 0);
   EXPECT_GE(diagnostics.factor_stacks[0].factor_resets, 2);  // L and R, at least once
-  EXPECT_EQ(diagnostics.factor_stacks[0].failures, diagnostics.factor_stacks[0].factor_resets);
+  EXPECT_EQ(diagnostics.factor_stacks[0].failures, 0);
   EXPECT_TRUE(at::isfinite(param).all().item<bool>());
 }
 
-// Distributed Shampoo's bounded-failure policy: off by default; at K, the K-th
-// failure in a row raises, naming the option.
+// Distributed Shampoo's bounded-failure policy: off by default; at K, the step
+// after the K-th failure in a row raises, naming the option, before it changes
+// anything.
 TEST(DashSafety, ConsecutiveRootFailuresRaiseWhenBounded) {
   auto options = preconditioned_from_step_one(RootMethod::EVD);
   options.root().epsilon(0.0);
@@ -170,10 +197,11 @@ TEST(DashSafety, ConsecutiveRootFailuresRaiseWhenBounded) {
 
   Dash bounded({param}, options.max_consecutive_root_failures(3));
   param.mutable_grad() = at::zeros({4, 4});
-  bounded.step();
-  bounded.step();
+  for (int t = 0; t < 3; ++t) bounded.step();
+  const auto steps = bounded.diagnostics().steps_taken;
   EXPECT_THAT(error_of([&] { bounded.step(); }),
       AllOf(HasSubstr("failed 3 root computations in a row"), HasSubstr("max_consecutive_root_failures = 3")));
+  EXPECT_EQ(bounded.diagnostics().steps_taken, steps);
 }
 
 TEST(DashSafety, NonFiniteGradientRaisesByDefaultAndCanSkip) {

@@ -385,6 +385,7 @@ def test_bounded_root_failures_raise():
                           max_consecutive_root_failures=2)
     param.grad = torch.zeros(4, 4)
     optimizer.step()
+    optimizer.step()
     with pytest.raises(RuntimeError, match="max_consecutive_root_failures = 2"):
         optimizer.step()
 
