@@ -1,6 +1,6 @@
 #pragma once
 
-// Distributed DASH (../shared/dash-algorithm.md §6) over LibTorch's c10d: Gloo on
+// Distributed DASH (the "D" of arXiv 2602.02016) over LibTorch's c10d: Gloo on
 // CPU, NCCL on CUDA. Give dash::Dash a DistributedContext and each rank keeps the
 // state of, and computes the update for, its share of the blocks; one all-gather
 // of a flat buffer per step gives every rank all updates.

@@ -1,7 +1,8 @@
 #pragma once
 
 // Batched inverse p-th roots of symmetric positive semi-definite matrices:
-// the solver half of DASH (docs: ../shared/dash-algorithm.md §5).
+// the solver half of DASH (arXiv 2602.02016: eigendecomposition, coupled Newton,
+// Newton–Denman–Beavers and Chebyshev roots, scaled by multi-vector power iteration).
 //
 // Every function takes one matrix (b, b) or a stack (N, b, b) and works on the
 // whole stack with batched calls: no loop over N. Results are float32, or

@@ -1,8 +1,9 @@
 #pragma once
 
-// dash::Dash — batched block Shampoo (DASH) as a torch::optim::Optimizer.
-// The algorithm is ../shared/dash-algorithm.md §2–§4; the root solvers are
-// <dash/inverse_root.h>.
+// dash::Dash — batched block Shampoo (DASH) as a torch::optim::Optimizer: the
+// batched block preconditioning of "DASH: Faster Shampoo via Batched Block
+// Preconditioning and Efficient Inverse-Root Solvers" (arXiv 2602.02016) on top of
+// Distributed Shampoo's step with grafting; the root solvers are <dash/inverse_root.h>.
 
 #include <dash/inverse_root.h>
 
