@@ -85,12 +85,13 @@ CheckpointProgress load_training_checkpoint(const std::string& path, const Train
   TORCH_CHECK(std::filesystem::exists(path), "dash-train: --resume: no checkpoint at '", path, "'");
   const auto parameters = model.parameters();
   const auto device = parameters.empty() ? at::Device(at::kCPU) : parameters.front().device();
+  // The archive is read from the payload's bytes: they outlive it.
+  at::Tensor payload;
   torch::serialize::InputArchive archive;
   c10::IValue saved_config;
   try {
     torch::serialize::InputArchive file;
     file.load_from(path, at::Device(at::kCPU));  // the payload's bytes are read on the host
-    at::Tensor payload;
     if (file.try_read(kPayloadKey, payload)) {
       c10::IValue checksum;
       file.read(kChecksumKey, checksum);
