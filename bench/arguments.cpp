@@ -102,14 +102,14 @@ void Arguments::check(const std::string& name, const OptionSpec& spec) const {
     case Kind::Real:
       check_range(name, real(name), spec, text(name));
       return;
-    case Kind::IntegerList: {
-      const auto values = integers(name);
-      if (values.empty()) throw std::invalid_argument("--" + name + " needs at least one value");
-      for (const auto value : values) check_range(name, static_cast<double>(value), spec, std::to_string(value));
-      return;
-    }
+    case Kind::IntegerList:
     case Kind::RealList: {
-      const auto values = reals(name);
+      std::vector<double> values;
+      if (spec.kind == Kind::IntegerList) {
+        for (const auto value : integers(name)) values.push_back(static_cast<double>(value));
+      } else {
+        values = reals(name);
+      }
       if (values.empty()) throw std::invalid_argument("--" + name + " needs at least one value");
       for (const auto value : values) check_range(name, value, spec, number_text(value));
       return;

@@ -13,8 +13,6 @@
 namespace dash_train {
 namespace {
 
-std::string cause(int error) { return std::strerror(error); }
-
 // Writes everything, retrying short writes and EINTR; false with errno set on failure.
 bool write_all(int fd, const char* data, size_t size) {
   while (size > 0) {
@@ -34,7 +32,7 @@ bool write_all(int fd, const char* data, size_t size) {
 void write_file_atomically(const std::string& path, const std::string& bytes) {
   const auto temporary = path + ".tmp";
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  TORCH_CHECK(fd >= 0, "dash-train: cannot write '", path, "': cannot create '", temporary, "': ", cause(errno));
+  TORCH_CHECK(fd >= 0, "dash-train: cannot write '", path, "': cannot create '", temporary, "': ", io_error_text(errno));
   const bool written = write_all(fd, bytes.data(), bytes.size()) && ::fsync(fd) == 0;
   const int write_error = errno;
   const bool closed = ::close(fd) == 0;  // NFS reports some write errors only here
@@ -42,7 +40,7 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
   if (!written || !closed || std::rename(temporary.c_str(), path.c_str()) != 0) {
     const int error = !written ? write_error : !closed ? close_error : errno;
     ::unlink(temporary.c_str());
-    TORCH_CHECK(false, "dash-train: cannot write '", path, "' (", bytes.size(), " bytes): ", cause(error),
+    TORCH_CHECK(false, "dash-train: cannot write '", path, "' (", bytes.size(), " bytes): ", io_error_text(error),
         "; the previous file, if any, is unchanged");
   }
   // The rename itself reaches the disk only with the folder's entry.
@@ -53,6 +51,8 @@ void write_file_atomically(const std::string& path, const std::string& bytes) {
     ::close(folder_fd);
   }
 }
+
+std::string io_error_text(int error) { return error != 0 ? std::strerror(error) : "write failed"; }
 
 uint64_t fnv1a(const char* data, size_t size) {
   uint64_t hash = 14695981039346656037ULL;

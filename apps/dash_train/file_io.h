@@ -15,6 +15,10 @@ namespace dash_train {
 /// contents, and the error names `path` and the cause.
 void write_file_atomically(const std::string& path, const std::string& bytes);
 
+/// The text of an errno value for an I/O error message ("write failed" for 0: a
+/// stream that failed without setting errno).
+std::string io_error_text(int error);
+
 /// 64-bit FNV-1a of a byte string: stable across machines; detects the overwritten
 /// or truncated bytes a checksum is for (not an adversary).
 uint64_t fnv1a(const char* data, size_t size);

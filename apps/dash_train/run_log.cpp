@@ -1,5 +1,7 @@
 #include "run_log.h"
 
+#include "file_io.h"
+
 #include <c10/util/Exception.h>
 
 #include <unistd.h>
@@ -8,7 +10,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <iostream>
 #include <sstream>
 
@@ -39,15 +40,13 @@ std::vector<std::string> rows_up_to(const std::string& path, int64_t last_step) 
   return kept;
 }
 
-std::string cause() { return errno != 0 ? std::strerror(errno) : "write failed"; }
-
 }  // namespace
 
 CsvLog::CsvLog(const std::string& path, const std::vector<std::string>& columns, int64_t resume_step) : path_(path) {
   const auto kept = resume_step >= 0 ? rows_up_to(path, resume_step) : std::vector<std::string>{};
   errno = 0;
   out_.open(path, std::ios::trunc);
-  TORCH_CHECK(out_, "dash-train: cannot write log file '", path, "': ", cause());
+  TORCH_CHECK(out_, "dash-train: cannot write log file '", path, "': ", io_error_text(errno));
   out_ << join(columns) << '\n';
   for (const auto& row : kept) out_ << row << '\n';
   flush();
@@ -63,7 +62,7 @@ void CsvLog::write(const std::vector<std::string>& fields) {
 void CsvLog::flush() {
   errno = 0;
   out_.flush();
-  TORCH_CHECK(out_.good(), "dash-train: cannot write log file '", path_, "': ", cause());
+  TORCH_CHECK(out_.good(), "dash-train: cannot write log file '", path_, "': ", io_error_text(errno));
 }
 
 ProgressDisplay::ProgressDisplay(int64_t total_steps, int64_t line_every, bool enabled)

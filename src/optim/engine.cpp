@@ -277,8 +277,10 @@ bool Engine::gradients_usable(StepContext& context) {
     for (const auto& stack : stacks) add(stack.grad);
     add(adamw_grad_);
   }
-  extremes.push_back(at::zeros({}, factor_resets_total_.options().dtype(at::kFloat)));
-  std::vector<at::Tensor> read{at::stack(extremes).abs().max(), factor_resets_total_.to(at::kFloat)};
+  // (No gradient elements at all: nothing to skip for; a zero stands in, allocated only then.)
+  auto largest_magnitude = extremes.empty() ? at::zeros({}, factor_resets_total_.options().dtype(at::kFloat))
+                                            : at::stack(extremes).abs().max();
+  std::vector<at::Tensor> read{largest_magnitude, factor_resets_total_.to(at::kFloat)};
   const auto exceeded = bounded_failures_exceeded(context);
   if (exceeded.defined()) read.push_back(exceeded);
   const auto host = at::stack(read).cpu();
