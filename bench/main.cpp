@@ -1,8 +1,10 @@
 // dash-bench: benchmarks of the dash library.
 //   dash-bench solvers [options]   inverse-root solvers on (N, b, b) stacks
+//   dash-bench accuracy [options]  matmuls each iterative solver needs for 1e-2 and 1e-3 error
 //   dash-bench step [options]      optimizer steps on model shapes (AdamW, sequential, batched)
 //   dash-bench distributed [options]  DASH steps on N local Gloo ranks: time, memory, bytes sent
 
+#include "accuracy_bench.h"
 #include "arguments.h"
 #include "distributed_bench.h"
 #include "solver_bench.h"
@@ -19,13 +21,19 @@ int main(int argc, char** argv) {
   const std::string usage =
       "usage: dash-bench solvers [--preset quick|full] [--device cpu|cuda] [--p 4] [--cond 1e3]\n"
       "                          [--methods evd,cn,ndb,chebyshev] [--warmup 1] [--reps 3] [--json PATH]\n"
+      "       dash-bench accuracy [--b 128] [--count 8] [--p 4] [--conds 1e2,1e4,1e6]\n"
+      "                       [--methods cn,ndb,ndb-minimax3,ndb-minimax5,chebyshev] [--scalings fro,pi,multi-pi]\n"
+      "                       [--precisions fp32,fp16,bf16] [--max-steps 30] [--minimax-interval-min 1e-6]\n"
+      "                       [--epsilon 0] [--device cpu|cuda] [--warmup 1] [--reps 3] [--json PATH]\n"
       "       dash-bench step [--preset llama-tiny|llama-953m|smoke] [--layers N] [--shapes 512x512,512]\n"
       "                       [--block 256] [--frequencies 1,10] [--methods evd,cn,ndb,chebyshev]\n"
       "                       [--scalings fro,pi,multi-pi] [--precisions fp32,fp16,bf16] [--baseline 1]\n"
       "                       [--warmup 1] [--steps K] [--device cpu|cuda] [--profile 0|1] [--json PATH]\n"
       "                       [--executions batched,auto] [--interleave 0|1] [--eigen-tolerances 0,0.05]\n"
+      "                       [--ndb-polynomials newton-schulz,minimax3,minimax5]\n"
       "                       (--interleave 1: all configurations step in turns, for paired ratios;\n"
-      "                        --eigen-tolerances: EVD once per eigen_refresh_tolerance, 0 = eigh every time)\n"
+      "                        --eigen-tolerances: EVD once per eigen_refresh_tolerance, 0 = eigh every time;\n"
+      "                        --ndb-polynomials: NDB once per step polynomial)\n"
       "       dash-bench distributed [--preset llama-tiny] [--layers N] [--block 256] [--frequency 10]\n"
       "                       [--method ndb] [--scaling multi-pi] [--communication fp32|bf16|fp16]\n"
       "                       [--nproc 1] [--warmup 2] [--steps 20] [--json PATH]\n";
@@ -42,6 +50,9 @@ int main(int argc, char** argv) {
   try {
     if (command == "solvers") {
       return dash::bench::run_solver_bench(args);
+    }
+    if (command == "accuracy") {
+      return dash::bench::run_accuracy_bench(args);
     }
     if (command == "step") {
       return dash::bench::run_step_bench(args);

@@ -228,6 +228,29 @@ std::vector<Measurement> measure_all(const std::vector<Configuration>& configs, 
   return results;
 }
 
+// The root options a method is measured with, each with its label: EVD once per
+// eigen_refresh_tolerance (warm-started eigenbases), NDB once per step polynomial.
+std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Arguments& arguments, RootMethod method) {
+  const auto root = InverseRootOptions().method(method);
+  std::vector<std::pair<std::string, InverseRootOptions>> variants;
+  if (method == RootMethod::EVD) {
+    for (const auto& tolerance_name : arguments.list("eigen-tolerances")) {
+      const double tolerance = std::stod(tolerance_name);
+      variants.emplace_back(tolerance > 0.0 ? " warm τ=" + tolerance_name : std::string(),
+          InverseRootOptions(root).eigen_refresh_tolerance(tolerance));
+    }
+  } else if (method == RootMethod::NewtonDB) {
+    for (const auto& polynomial_name : arguments.list("ndb-polynomials")) {
+      const auto polynomial = parse_newton_db_polynomial(polynomial_name);
+      variants.emplace_back(polynomial == NewtonDBPolynomial::NewtonSchulz ? std::string() : " " + to_string(polynomial),
+          InverseRootOptions(root).newton_db_polynomial(polynomial));
+    }
+  } else {
+    variants.emplace_back(std::string(), root);
+  }
+  return variants;
+}
+
 std::vector<Configuration> configurations(const Arguments& arguments, int64_t frequency) {
   auto base = DashOptions(1e-3).block_size(arguments.integer("block")).root_frequency(frequency).start_step(1);
   std::vector<Configuration> result;
@@ -239,23 +262,19 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
   }
   for (const auto& method_name : arguments.list("methods")) {
     const auto method = parse_root_method(method_name);
+    std::vector<std::string> scalings = arguments.list("scalings");
+    if (method == RootMethod::EVD) scalings = {"fro"};  // EVD uses no spectral scaling
+    const auto variants = method_variants(arguments, method);
     for (const auto& precision_name : arguments.list("precisions")) {
       const auto precision = parse_matmul_precision(precision_name);
-      std::vector<std::string> scalings = arguments.list("scalings");
-      if (method == RootMethod::EVD) scalings = {"fro"};  // EVD uses no spectral scaling
-      // Warm-started eigenbases: EVD only (one configuration per tolerance).
-      std::vector<std::string> tolerances = {"0"};
-      if (method == RootMethod::EVD) tolerances = arguments.list("eigen-tolerances");
       for (const auto& scaling_name : scalings) {
         const auto scaling = parse_scaling(scaling_name);
-        for (const auto& tolerance_name : tolerances) {
-          const double tolerance = std::stod(tolerance_name);
+        for (const auto& [variant_label, root] : variants) {
           for (const auto& execution_name : arguments.list("executions")) {
             const auto execution = parse_execution(execution_name);
-            auto options = DashOptions(base).execution(execution).root(InverseRootOptions().method(method).scaling(
-                scaling).precision(precision).eigen_refresh_tolerance(tolerance));
-            result.push_back({to_string(execution) + " " + to_string(method) +
-                    (tolerance > 0.0 ? " warm τ=" + tolerance_name : std::string()) + " " +
+            auto options = DashOptions(base).execution(execution).root(
+                InverseRootOptions(root).scaling(scaling).precision(precision));
+            result.push_back({to_string(execution) + " " + to_string(method) + variant_label + " " +
                     (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " + to_string(precision),
                 false, options});
           }
@@ -285,7 +304,7 @@ int run_step_bench(const std::vector<std::string>& args) {
       {"warmup", integer_option("1", 0)}, {"steps", integer_option("0", 0)}, {"device", "cpu"},
       {"json", output_file_option()}, {"profile", integer_option("0", 0, 1)}, {"seed", integer_option("0", 0)},
       {"interleave", integer_option("0", 0, 1)}, {"executions", "batched,auto"},
-      {"eigen-tolerances", real_list_option("0", 0, 1)}});
+      {"eigen-tolerances", real_list_option("0", 0, 1)}, {"ndb-polynomials", "newton-schulz"}});
   // Every configuration's names and options, before anything is measured.
   check_configurations(configurations(arguments, 1));
   const auto model = arguments.text("shapes").empty()

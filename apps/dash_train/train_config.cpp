@@ -76,6 +76,10 @@ const std::vector<Key>& keys() {
       {"eigen_refresh_tolerance", &TrainConfig::eigen_refresh_tolerance,
           "evd: reuse a factor's eigenvectors while its root stays within this relative error (0: eigh every time)", true},
       {"eigen_warm_iterations", &TrainConfig::eigen_warm_iterations, "evd: QR steps from the previous eigenvectors", true},
+      {"ndb_polynomial", &TrainConfig::ndb_polynomial,
+          "ndb: step polynomial, newton-schulz (the paper's), minimax3 or minimax5", true},
+      {"minimax_interval_min", &TrainConfig::minimax_interval_min,
+          "ndb minimax: lower end of the normalised spectrum the polynomials are made for", true},
       {"beta_factor", &TrainConfig::beta_factor, "EMA of the Shampoo factors L, R", true},
   };
   return table;
@@ -193,6 +197,7 @@ void TrainConfig::check() const {
   check_name("root_method", root_method, dash::parse_root_method);
   check_name("scaling", scaling, dash::parse_scaling);
   check_name("precision", precision, dash::parse_matmul_precision);
+  check_name("ndb_polynomial", ndb_polynomial, dash::parse_newton_db_polynomial);
   check_name("grafting", grafting, dash::parse_grafting_type);
   check_name("execution", execution, dash::parse_execution);
   // The remaining DASH ranges are checked by DashOptions itself when the optimizer is built.

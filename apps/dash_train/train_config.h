@@ -69,6 +69,8 @@ struct TrainConfig {
   double root_epsilon = 1e-10;
   double eigen_refresh_tolerance = 0.0;  ///< evd: warm-started eigenbases (0: eigh every time)
   int64_t eigen_warm_iterations = 1;
+  std::string ndb_polynomial = "newton-schulz";
+  double minimax_interval_min = 1e-6;
   double beta_factor = 0.95;
 
   LlamaConfig model() const;

@@ -45,6 +45,14 @@ enum class Scaling {
   MultiPowerIteration,  ///< s = margin · max over `power_vectors` start vectors
 };
 
+/// The step polynomial of NewtonDB. Each step applies E = q(ZY) to its iterates,
+/// which maps an eigenvalue x of the normalised square root to x·q(x²).
+enum class NewtonDBPolynomial {
+  NewtonSchulz,  ///< q(w) = (3 − w)/2 every step, as in the paper (3 matmuls a step)
+  Minimax3,      ///< per step the cubic closest to 1 on what is left of [√ℓ, 1] (3 matmuls)
+  Minimax5,      ///< the same with quintics (4 matmuls a step, fewer steps)
+};
+
 /// Precision of the matmul inputs. In 16-bit modes the operands (and, as on a GPU,
 /// the product) are rounded to 16 bits; the iterates themselves stay in float32.
 enum class MatmulPrecision { FP32, FP16, BF16 };
@@ -66,6 +74,15 @@ struct InverseRootOptions {
   /// so it is done only every `tolerance_check_interval` steps.
   TORCH_ARG(double, tolerance) = 0.0;
   TORCH_ARG(int64_t, tolerance_check_interval) = 4;
+  /// NewtonDB's step polynomial. The minimax ones run at most `newton_steps` per
+  /// square-root pass and stop earlier, without a host read, once their design
+  /// error bound is a few roundings of the matmul precision (Amsel et al., "The
+  /// Polar Express", 2025, applied to the coupled square-root iteration).
+  TORCH_ARG(NewtonDBPolynomial, newton_db_polynomial) = NewtonDBPolynomial::NewtonSchulz;
+  /// ℓ: the minimax polynomials are made for a normalised spectrum in [ℓ, 1].
+  /// Eigenvalues below ℓ·s converge more slowly, and come out regularised (less
+  /// than their true inverse root) when the steps run out; a larger ℓ needs fewer steps.
+  TORCH_ARG(double, minimax_interval_min) = 1e-6;
   /// Polynomial degree of the Chebyshev method (degree − 1 matmuls).
   TORCH_ARG(int64_t, chebyshev_degree) = 40;
   /// Chebyshev fits x^{-1/p} on [δ, 1] of the normalised spectrum, with

@@ -13,6 +13,7 @@ namespace dash {
 std::string to_string(RootMethod method);
 std::string to_string(EigenHeuristic heuristic);
 std::string to_string(Scaling scaling);
+std::string to_string(NewtonDBPolynomial polynomial);
 std::string to_string(MatmulPrecision precision);
 std::string to_string(GraftingType grafting);
 std::string to_string(Execution execution);
@@ -26,6 +27,8 @@ RootMethod parse_root_method(const std::string& name);
 EigenHeuristic parse_eigen_heuristic(const std::string& name);
 /// "fro" | "frobenius", "pi" | "power-iteration", "multi-pi" | "multi-power-iteration".
 Scaling parse_scaling(const std::string& name);
+/// "newton-schulz", "minimax3", "minimax5".
+NewtonDBPolynomial parse_newton_db_polynomial(const std::string& name);
 /// "fp32", "fp16", "bf16".
 MatmulPrecision parse_matmul_precision(const std::string& name);
 /// "adam", "rmsprop", "adagrad", "sgd", "none".

@@ -21,7 +21,8 @@ def inverse_root(matrices: torch.Tensor, p: int, **options) -> torch.Tensor:
     ("fp32", "bf16", "fp16"), ``epsilon``, ``newton_steps``, ``tolerance``,
     ``tolerance_check_interval``, ``power_iterations``, ``power_vectors``,
     ``power_margin``, ``chebyshev_degree``, ``chebyshev_interval_min``,
-    ``eigen_heuristic``. A matrix with non-finite entries gives an all-NaN root.
+    ``eigen_heuristic``, ``newton_db_polynomial`` ("newton-schulz", "minimax3",
+    "minimax5"), ``minimax_interval_min``. A matrix with non-finite entries gives an all-NaN root.
     """
     return _C.inverse_root(matrices, p, **options)
 

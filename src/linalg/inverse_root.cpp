@@ -17,6 +17,17 @@
 #include <limits>
 
 namespace dash {
+namespace linalg {
+
+NewtonOptions newton_options(const InverseRootOptions& options) {
+  return {options.newton_steps(), options.tolerance(), options.tolerance_check_interval(), options.precision()};
+}
+
+NewtonDBOptions newton_db_options(const InverseRootOptions& options) {
+  return {newton_options(options), options.newton_db_polynomial(), options.minimax_interval_min()};
+}
+
+}  // namespace linalg
 
 void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
   // Shampoo asks for p = 2·(tensor order); beyond 64 a root is the identity to float precision.
@@ -39,6 +50,8 @@ void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
       "dash::inverse_root: chebyshev_degree must be >= 1, got ", options.chebyshev_degree());
   TORCH_CHECK(options.chebyshev_interval_min() > 0.0 && options.chebyshev_interval_min() < 1.0,
       "dash::inverse_root: chebyshev_interval_min must be in (0, 1), got ", options.chebyshev_interval_min());
+  TORCH_CHECK(options.minimax_interval_min() >= 1e-12 && options.minimax_interval_min() < 1.0,
+      "dash::inverse_root: minimax_interval_min must be in [1e-12, 1), got ", options.minimax_interval_min());
   TORCH_CHECK(options.eigen_refresh_tolerance() >= 0.0 && options.eigen_refresh_tolerance() <= 1.0,
       "dash::inverse_root: eigen_refresh_tolerance must be in [0, 1], got ", options.eigen_refresh_tolerance());
   TORCH_CHECK(options.eigen_warm_iterations() >= 0 && options.eigen_warm_iterations() <= 100,
@@ -71,10 +84,6 @@ struct Solution {
   at::Tensor normalized_root;  // Â^{-1/p} (the root itself when not kept)
 };
 
-linalg::NewtonOptions newton_options(const InverseRootOptions& options) {
-  return {options.newton_steps(), options.tolerance(), options.tolerance_check_interval(), options.precision()};
-}
-
 // Â^{-1/p} by the chosen method. NewtonDB reuses its input's buffer once it has
 // read it, so it gets a copy when the caller still needs Â afterwards.
 at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int64_t p,
@@ -91,10 +100,10 @@ at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int
       }
       return linalg::eigen_root(normalized, epsilon, p, options.eigen_heuristic(), options.precision(), scratch);
     case RootMethod::CoupledNewton:
-      return linalg::coupled_newton_root(normalized, p, newton_options(options), scratch);
+      return linalg::coupled_newton_root(normalized, p, linalg::newton_options(options), scratch);
     case RootMethod::NewtonDB:
       if (keep_normalized) normalized = scratch.empty_like(normalized).copy_(normalized);
-      return linalg::newton_db_root(std::move(normalized), p, newton_options(options), scratch);
+      return linalg::newton_db_root(std::move(normalized), p, linalg::newton_db_options(options), scratch);
     case RootMethod::Chebyshev:
       return linalg::chebyshev_root(normalized, epsilon, p,
           {options.chebyshev_degree(), options.chebyshev_interval_min(), options.precision()}, scratch);

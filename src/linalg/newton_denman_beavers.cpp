@@ -1,25 +1,35 @@
 // Newton–Denman–Beavers square roots in inverse-free (coupled Newton–Schulz)
-// form (Higham, "Functions of Matrices", 2008, eq. 6.35; spec §5 "NDB").
+// form (Higham, "Functions of Matrices", 2008, eq. 6.35; spec §5 "NDB"), with
+// either the fixed Newton–Schulz step or per-step minimax polynomials.
 //
-// For a normalised B: Y₀ = B, Z₀ = I; E = ½(3I − Z Y), Y ← Y E, Z ← E Z.
-// Then Y → B^{1/2} and Z → B^{-1/2}; an eigenvalue w of ZY maps to w(3 − w)²/4,
-// which converges to 1 from anywhere in (0, 3).
+// For a normalised B: Y₀ = B, Z₀ = I; each step E = q_k(ZY), Y ← Y E, Z ← E Z.
+// Every iterate is a polynomial in B, so on an eigenvalue b with x = √b the step is
+// the scalar sign iteration x ← x·q_k(x²) = p_k(x), Y = √b·x and Z = x/√b:
+// Y → B^{1/2} and Z → B^{-1/2} as x → 1. Newton–Schulz is q(w) = (3 − w)/2,
+// converging from anywhere in 0 < x < √3 but lifting a small x only by 1.5 per
+// step; the minimax polynomials (linalg/minimax_polynomials.h) are made for
+// x ∈ [√ℓ, 1] and lift small x by 5–8 per step.
 //
 // Roots: p = 2 is one pass (Z); p = 4 is a second pass on the first pass's Y, whose
 // spectrum is the square root of B's and needs no new scaling (√s in unnormalised
-// units); p = 2^k chains k passes; p = 1 squares the p = 2 result.
+// units); p = 2^k chains k passes; p = 1 squares the p = 2 result. A pass whose Y
+// feeds the next pass skips its last Z update, the last pass its last Y update.
 //
 // Every iterate lives in a Scratch buffer and is dropped as soon as it is dead, so
-// a pass holds four stack-sized buffers (B, E, Y, Z, one of them reused for the next
-// iterate) and allocates nothing once the Scratch has them.
+// a pass holds four (Newton–Schulz, cubic) or five (quintic) stack-sized buffers
+// and allocates nothing once the Scratch has them.
 
 #include "linalg/batched_matmul.h"
+#include "linalg/minimax_polynomials.h"
 #include "linalg/solvers.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
+#include <vector>
 
 namespace dash::linalg {
 namespace {
@@ -29,48 +39,139 @@ struct SquareRoots {
   at::Tensor inverse_root;  // Z ≈ B^{-1/2}
 };
 
+enum class PassOutput { Root, InverseRoot };
+
+// c₀I and c₁I of a step's polynomial, in a (2, b, b) Scratch buffer that is refilled
+// only when the coefficients change (never, for Newton–Schulz): no step allocates.
+class CoefficientIdentities {
+ public:
+  CoefficientIdentities(const at::Tensor& like, Scratch& scratch)
+      : identities_(scratch.empty({2, like.size(-1), like.size(-1)}, like.options())) {}
+
+  const at::Tensor& for_step(const OddPolynomial& q) {
+    if (!filled_ || q.coefficients[0] != c0_ || q.coefficients[1] != c1_) {
+      c0_ = q.coefficients[0];
+      c1_ = q.coefficients[1];
+      identities_.zero_();
+      identities_[0].diagonal().fill_(c0_);
+      identities_[1].diagonal().fill_(c1_);
+      filled_ = true;
+    }
+    return identities_;
+  }
+
+ private:
+  at::Tensor identities_;
+  bool filled_ = false;
+  double c0_ = 0.0;
+  double c1_ = 0.0;
+};
+
+// E = q(W) = c₀I + c₁W (+ c₂W²) with W = Z·Y, or W = Y when Z is the identity (the
+// first step). `residual`: set to ‖W − I‖_F/√b per matrix when asked for.
+at::Tensor step_matrix(const at::Tensor& z, const at::Tensor& y, const OddPolynomial& q,
+    const at::Tensor& identities, MatmulPrecision precision, Scratch& scratch, at::Tensor* residual) {
+  const auto& c = q.coefficients;
+  const auto c0_identity = identities[0];
+  const auto c1_identity = identities[1];
+  auto e = scratch.empty_like(y);
+  if (c[2] == 0.0) {
+    if (!z.defined()) {
+      at::add_out(e, c0_identity, y, c[1]);
+    } else {
+      e.copy_(c0_identity.expand_as(y));
+      matmul_add_(e, z, y, /*beta=*/1.0, /*alpha=*/c[1], precision, scratch);
+    }
+    // W − I = (E − c₀I)/c₁ − I: the residual comes for free.
+    if (residual != nullptr) *residual = relative_frobenius(e - (c0_identity + c1_identity)) / std::abs(c[1]);
+    return e;
+  }
+  const auto w = z.defined() ? matmul(z, y, precision, scratch) : y;
+  auto linear = scratch.empty_like(y);
+  at::add_out(linear, c1_identity, w, c[2]);  // c₁I + c₂W
+  e.copy_(c0_identity.expand_as(y));
+  matmul_add_(e, w, linear, /*beta=*/1.0, /*alpha=*/1.0, precision, scratch);
+  if (residual != nullptr) *residual = relative_frobenius(w - identity_like(w));
+  return e;
+}
+
 // Takes B by value so that its buffer is free for the iterates after the first step.
-SquareRoots newton_db_pass(at::Tensor b, const NewtonOptions& options, Scratch& scratch) {
-  const auto precision = options.precision;
-  const auto identity = identity_like(b);
-  const auto three_halves = identity * 1.5;
-  // Optimised first step: Z₀ = I makes E₀ = ½(3I − B), Y₁ = B E₀ and Z₁ = E₀,
-  // which saves the Z·Y and E·Z matmuls.
-  auto e = scratch.empty_like(b);
-  at::add_out(e, three_halves, b, -0.5);
-  auto y = matmul(b, e, precision, scratch);
+SquareRoots newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps, PassOutput needed,
+    const NewtonDBOptions& options, Scratch& scratch) {
+  const auto precision = options.newton.precision;
+  CoefficientIdentities identities(b, scratch);
+  const int64_t count = static_cast<int64_t>(steps.size());
+  // First step, Z₀ = I: E₀ = q₀(B), Y₁ = B E₀ and Z₁ = E₀ save the Z·Y and E·Z matmuls.
+  auto e = step_matrix(at::Tensor(), b, steps[0], identities.for_step(steps[0]), precision, scratch, nullptr);
+  at::Tensor y;
+  if (count > 1 || needed == PassOutput::Root) y = matmul(b, e, precision, scratch);
   b = at::Tensor();
   auto z = std::move(e);
-  for (int64_t step = 1; step < options.steps; ++step) {
-    e = scratch.empty_like(y).copy_(three_halves.expand_as(y));
-    matmul_add_(e, z, y, /*beta=*/1.0, /*alpha=*/-0.5, precision, scratch);
-    if (is_tolerance_check_step(step, options.tolerance, options.check_interval) &&
-        // Z Y − I = 2 (I − E): the residual comes for free.
-        all_within_tolerance(relative_frobenius(e - identity) * 2.0, options.tolerance)) {
-      break;
-    }
-    y = matmul(y, e, precision, scratch);
-    z = matmul(e, z, precision, scratch);
+  for (int64_t step = 1; step < count; ++step) {
+    const bool check = is_tolerance_check_step(step, options.newton.tolerance, options.newton.check_interval);
+    at::Tensor residual;
+    e = step_matrix(z, y, steps[step], identities.for_step(steps[step]), precision, scratch, check ? &residual : nullptr);
+    if (check && all_within_tolerance(residual, options.newton.tolerance)) break;
+    const bool last = step + 1 == count;
+    if (!last || needed == PassOutput::Root) y = matmul(y, e, precision, scratch);
+    if (!last || needed == PassOutput::InverseRoot) z = matmul(e, z, precision, scratch);
   }
   return {std::move(y), std::move(z)};
 }
 
 }  // namespace
 
-at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions& options, Scratch& scratch) {
+double minimax_target_error(MatmulPrecision precision) {
+  switch (precision) {
+    case MatmulPrecision::FP32:
+      return 4.0 * std::ldexp(1.0, -24);
+    case MatmulPrecision::FP16:
+      return 4.0 * std::ldexp(1.0, -11);
+    case MatmulPrecision::BF16:
+      return 4.0 * std::ldexp(1.0, -8);
+  }
+  return 0.0;
+}
+
+std::vector<std::vector<OddPolynomial>> newton_db_schedule(int64_t p, const NewtonDBOptions& options) {
   TORCH_CHECK(p >= 1 && (p & (p - 1)) == 0,
       "dash::inverse_root: NewtonDB computes roots p = 1 or a power of two, got p = ", p);
+  int64_t passes = 0;
+  for (int64_t rest = std::max<int64_t>(p, 2); rest > 1; rest /= 2) ++passes;
+  std::vector<std::vector<OddPolynomial>> schedule;
+  if (options.polynomial == NewtonDBPolynomial::NewtonSchulz) {
+    schedule.assign(passes, std::vector<OddPolynomial>(options.newton.steps, OddPolynomial{{1.5, -0.5, 0.0}, 0.0}));
+    return schedule;
+  }
+  // The first pass sees x = √b ∈ [√ℓ, 1]. A pass that leaves x within [1 − E, 1 + E]
+  // for those b gives the next pass Y = √b·x, so x' = √Y ∈ [√(√ℓ(1 − E)), √(1 + E)].
+  double lower = std::sqrt(options.interval_min);
+  double upper = 1.0;
+  const int degree = options.polynomial == NewtonDBPolynomial::Minimax5 ? 5 : 3;
+  for (int64_t pass = 0; pass < passes; ++pass) {
+    schedule.push_back(minimax_schedule(lower, upper, degree, options.newton.steps,
+        minimax_target_error(options.newton.precision)));
+    const double error = schedule.back().back().error;
+    lower = std::sqrt(lower * std::max(1.0 - error, lower));
+    upper = std::sqrt(1.0 + error);
+  }
+  return schedule;
+}
+
+at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonDBOptions& options, Scratch& scratch) {
+  const auto schedule = newton_db_schedule(p, options);
   if (p == 1) {
-    auto half = newton_db_pass(std::move(normalized), options, scratch).inverse_root;
-    return matmul(half, half, options.precision, scratch);
+    auto half = newton_db_pass(std::move(normalized), schedule[0], PassOutput::InverseRoot, options, scratch);
+    return matmul(half.inverse_root, half.inverse_root, options.newton.precision, scratch);
   }
   auto input = std::move(normalized);
   at::Tensor result;
-  for (int64_t remaining = p; remaining > 1; remaining /= 2) {
+  for (size_t pass = 0; pass < schedule.size(); ++pass) {
     result = at::Tensor();  // the previous pass's Z is not needed: its buffer serves this pass
-    auto pass = newton_db_pass(std::move(input), options, scratch);
-    input = std::move(pass.root);
-    result = std::move(pass.inverse_root);
+    const auto needed = pass + 1 == schedule.size() ? PassOutput::InverseRoot : PassOutput::Root;
+    auto roots = newton_db_pass(std::move(input), schedule[pass], needed, options, scratch);
+    input = std::move(roots.root);
+    result = std::move(roots.inverse_root);
   }
   // The chain gives Z_k ≈ (B^{1/2^{k-1}})^{-1/2} = B^{-1/2^k} = B^{-1/p}.
   return result;

@@ -37,6 +37,11 @@ const NameTable<Scaling> kScalings = {
     {"power-iteration", Scaling::PowerIteration},
     {"multi-power-iteration", Scaling::MultiPowerIteration},
 };
+const NameTable<NewtonDBPolynomial> kNewtonDBPolynomials = {
+    {"newton-schulz", NewtonDBPolynomial::NewtonSchulz},
+    {"minimax3", NewtonDBPolynomial::Minimax3},
+    {"minimax5", NewtonDBPolynomial::Minimax5},
+};
 const NameTable<MatmulPrecision> kPrecisions = {
     {"fp32", MatmulPrecision::FP32},
     {"fp16", MatmulPrecision::FP16},
@@ -97,6 +102,7 @@ Enum parse(const NameTable<Enum>& table, const std::string& name, const char* wh
 std::string to_string(RootMethod method) { return name_of(kRootMethods, method); }
 std::string to_string(EigenHeuristic heuristic) { return name_of(kEigenHeuristics, heuristic); }
 std::string to_string(Scaling scaling) { return name_of(kScalings, scaling); }
+std::string to_string(NewtonDBPolynomial polynomial) { return name_of(kNewtonDBPolynomials, polynomial); }
 std::string to_string(MatmulPrecision precision) { return name_of(kPrecisions, precision); }
 std::string to_string(GraftingType grafting) { return name_of(kGraftingTypes, grafting); }
 std::string to_string(Execution execution) { return name_of(kExecutions, execution); }
@@ -109,6 +115,9 @@ EigenHeuristic parse_eigen_heuristic(const std::string& name) {
   return parse(kEigenHeuristics, name, "eigen heuristic");
 }
 Scaling parse_scaling(const std::string& name) { return parse(kScalings, name, "scaling"); }
+NewtonDBPolynomial parse_newton_db_polynomial(const std::string& name) {
+  return parse(kNewtonDBPolynomials, name, "NewtonDB polynomial");
+}
 MatmulPrecision parse_matmul_precision(const std::string& name) {
   return parse(kPrecisions, name, "matmul precision");
 }

@@ -1,8 +1,11 @@
 #include <dash/solver_cost.h>
 
+#include "linalg/solvers.h"
+
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace dash {
 namespace {
@@ -19,18 +22,29 @@ int64_t power_times_matmuls(int64_t p) {
   return squarings + products;
 }
 
-// Matmuls of one Newton–DB pass: 1 in the optimised first step, 3 in each other.
-int64_t newton_db_pass_matmuls(int64_t steps) { return 1 + 3 * (steps - 1); }
+// Matmuls of one Newton–DB pass (newton_denman_beavers.cpp). A step's E costs
+// nothing for a cubic and one matmul (W·(c₁I + c₂W)) for a quintic, and its Z·Y one
+// more after the first step (Z₀ = I); then Y·E and E·Z, of which the last step
+// skips the one the pass does not return, and the first step has only Y.
+int64_t newton_db_pass_matmuls(const std::vector<linalg::OddPolynomial>& steps, bool returns_root) {
+  int64_t matmuls = 0;
+  for (size_t k = 0; k < steps.size(); ++k) {
+    const bool first = k == 0;
+    const bool last = k + 1 == steps.size();
+    matmuls += (steps[k].coefficients[2] != 0.0 ? 1 : 0) + (first ? 0 : 1);
+    if (!last || returns_root) matmuls += 1;   // Y·E
+    if (!first && (!last || !returns_root)) matmuls += 1;  // E·Z
+  }
+  return matmuls;
+}
 
-int64_t newton_db_matmuls(int64_t p, int64_t steps) {
-  if (p == 1) {
-    return newton_db_pass_matmuls(steps) + 1;
+int64_t newton_db_matmuls(int64_t p, const InverseRootOptions& options) {
+  const auto schedule = linalg::newton_db_schedule(p, linalg::newton_db_options(options));
+  int64_t matmuls = p == 1 ? 1 : 0;  // p = 1 squares the inverse square root
+  for (size_t pass = 0; pass < schedule.size(); ++pass) {
+    matmuls += newton_db_pass_matmuls(schedule[pass], /*returns_root=*/pass + 1 < schedule.size());
   }
-  int64_t passes = 0;
-  for (int64_t rest = p; rest > 1; rest >>= 1) {
-    ++passes;
-  }
-  return passes * newton_db_pass_matmuls(steps);
+  return matmuls;
 }
 
 double scaling_flops(int64_t b, const InverseRootOptions& options) {
@@ -64,7 +78,7 @@ double inverse_root_flops(int64_t count, int64_t b, int64_t p, const InverseRoot
       break;
     case RootMethod::NewtonDB:
       per_matrix = scaling_flops(b, options) +
-          matmul * static_cast<double>(newton_db_matmuls(p, options.newton_steps()));
+          matmul * static_cast<double>(newton_db_matmuls(p, options));
       break;
     case RootMethod::Chebyshev:
       per_matrix = scaling_flops(b, options) +

@@ -11,11 +11,13 @@
 
 #include <dash/inverse_root.h>
 
+#include "linalg/minimax_polynomials.h"
 #include "linalg/scratch.h"
 
 #include <ATen/core/Tensor.h>
 
 #include <tuple>
+#include <vector>
 
 namespace dash::linalg {
 
@@ -28,6 +30,23 @@ struct NewtonOptions {
   int64_t check_interval = 4;
   MatmulPrecision precision = MatmulPrecision::FP32;
 };
+
+/// What NewtonDB uses: the Newton options plus the step polynomials.
+struct NewtonDBOptions {
+  NewtonOptions newton;
+  NewtonDBPolynomial polynomial = NewtonDBPolynomial::NewtonSchulz;
+  /// ℓ: the minimax polynomials are made for a normalised spectrum in [ℓ, 1].
+  double interval_min = 1e-6;
+};
+
+/// The options' Newton and NewtonDB parts.
+NewtonOptions newton_options(const InverseRootOptions& options);
+NewtonDBOptions newton_db_options(const InverseRootOptions& options);
+
+/// The step polynomials of each square-root pass of newton_db_root(): Newton–Schulz
+/// `steps` times, or minimax schedules, each pass's made for the spectrum the
+/// previous pass leaves. Pure host arithmetic.
+std::vector<std::vector<OddPolynomial>> newton_db_schedule(int64_t p, const NewtonDBOptions& options);
 
 /// What the Chebyshev method uses.
 struct ChebyshevOptions {
@@ -71,7 +90,7 @@ at::Tensor coupled_newton_root(const at::Tensor& normalized, int64_t p, const Ne
 
 /// Newton–Denman–Beavers square-root passes (spec §5); p = 1 or a power of two.
 /// Takes the stack by value: its buffer is reused once the first step has read it.
-at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions& options, Scratch& scratch);
+at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonDBOptions& options, Scratch& scratch);
 
 /// Chebyshev interpolant of x^{-1/p} evaluated by Clenshaw's recurrence (spec §5).
 /// `epsilon` (N, 1, 1) is ε/s and bounds the fitted interval from below.

@@ -1,6 +1,7 @@
 // The benchmarks run end to end on tiny inputs and write JSON with the promised
 // fields, so that they never rot. No timing is asserted.
 
+#include "accuracy_bench.h"
 #include "solver_bench.h"
 #include "arguments.h"
 #include "step_bench.h"
@@ -99,6 +100,29 @@ TEST(BenchSmoke, SolverBenchWritesRowsWithErrors) {
   }
 }
 
+TEST(BenchSmoke, AccuracyBenchFindsTheFewestMatmulsPerErrorLevel) {
+  const auto path = ::testing::TempDir() + "dash_accuracy_bench.json";
+  ASSERT_EQ(run_accuracy_bench({"--b", "16", "--count", "2", "--conds", "1e2", "--methods", "ndb,ndb-minimax5",
+                "--scalings", "fro", "--precisions", "fp32", "--max-steps", "14", "--reps", "1", "--json", path}),
+      0);
+  auto report = read_json(path);
+  ASSERT_EQ(report["rows"].size(), 2u);
+  const auto& newton_schulz = report["rows"][0];
+  const auto& minimax = report["rows"][1];
+  EXPECT_EQ(newton_schulz["method"], "ndb");
+  for (const auto& row : report["rows"]) {
+    ASSERT_FALSE(row["to_1e-3"].is_null()) << row["method"];
+    EXPECT_LE(row["to_1e-3"]["error"].get<double>(), 1e-3);
+    EXPECT_LE(row["to_1e-2"]["matmuls"].get<double>(), row["to_1e-3"]["matmuls"].get<double>());
+    EXPECT_GT(row["to_1e-3"]["median_ms"].get<double>(), 0.0);
+  }
+  // p = 4 with k Newton–Schulz steps a pass: two passes of 3k − 3 matmuls.
+  const auto steps = newton_schulz["to_1e-3"]["effort"].get<int64_t>();
+  EXPECT_EQ(newton_schulz["to_1e-3"]["matmuls"].get<double>(), 6.0 * static_cast<double>(steps) - 6.0);
+  EXPECT_LT(minimax["to_1e-3"]["matmuls"].get<double>(), newton_schulz["to_1e-3"]["matmuls"].get<double>());
+  EXPECT_THROW(run_accuracy_bench({"--methods", "evd"}), std::invalid_argument);
+}
+
 TEST(BenchSmoke, BadArgumentsAreRejected) {
   EXPECT_THROW(run_step_bench({"--preset", "gpt-5"}), std::invalid_argument);
   EXPECT_THROW(run_step_bench({"--blocks", "8"}), std::invalid_argument);
@@ -126,6 +150,10 @@ TEST(BenchSmoke, BadValuesFailBeforeAnythingIsMeasured) {
       HasSubstr("--json '/nonexistent-folder/report.json' cannot be written"));
   EXPECT_THAT(message([] { run_step_bench({"--eigen-tolerances", "0,2"}); }), HasSubstr("--eigen-tolerances"));
   EXPECT_THAT(message([] { run_step_bench({"--methods", "evd,svd"}); }), HasSubstr("'svd'"));
+  EXPECT_THAT(message([] { run_step_bench({"--ndb-polynomials", "chebyshev"}); }),
+      HasSubstr("unknown NewtonDB polynomial 'chebyshev'"));
+  EXPECT_THAT(message([] { run_accuracy_bench({"--minimax-interval-min", "0"}); }),
+      HasSubstr("--minimax-interval-min must be in"));
   EXPECT_THAT(message([] { run_solver_bench({"--reps", "0"}); }), HasSubstr("--reps must be in [1"));
   EXPECT_THAT(message([] { run_solver_bench({"--p", "1000000000"}); }), HasSubstr("--p must be in [1, 64]"));
   EXPECT_TRUE(asks_for_help({"--block", "8", "-h"}));

@@ -33,6 +33,23 @@ def test_matches_float64_eigh(device, method, tolerance):
     assert relative_error(root.cpu(), reference_root(matrices, 4, 1e-6)) < tolerance
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_minimax_newton_db_resolves_what_newton_schulz_does_not(device):
+    # κ = 1e4: ten Newton–Schulz steps a pass leave the smallest eigenvalues far off.
+    matrices = spd_stack(3, 32, condition=1e4, seed=1)
+    reference = reference_root(matrices, 4, 0.0)
+    paper = dash.inverse_root(matrices.float().to(device), 4, method="ndb", epsilon=0.0)
+    minimax = dash.inverse_root(matrices.float().to(device), 4, method="ndb", epsilon=0.0,
+                                newton_db_polynomial="minimax5", minimax_interval_min=1e-6)
+    assert relative_error(paper.cpu(), reference) > 0.1
+    assert relative_error(minimax.cpu(), reference) < 1e-3
+
+
+def test_unknown_newton_db_polynomial_names_the_valid_ones():
+    with pytest.raises(ValueError, match="minimax5"):
+        dash.inverse_root(torch.eye(4), 4, method="ndb", newton_db_polynomial="minimax7")
+
+
 def test_single_matrix_and_float64_input():
     matrix = spd_stack(1, 16, condition=10.0)[0]
     root = dash.inverse_root(matrix, 2, method="evd", epsilon=0.0)

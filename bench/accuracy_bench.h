@@ -1,0 +1,13 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace dash::bench {
+
+/// dash-bench accuracy: for each condition number, method × scaling × precision,
+/// the fewest b³-matmuls (over the solver's step count or degree) that reach
+/// relative error 1e-2 and 1e-3 against float64, and the time of that solve.
+int run_accuracy_bench(const std::vector<std::string>& args);
+
+}  // namespace dash::bench
