@@ -52,6 +52,14 @@ void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
       "dash::inverse_root: chebyshev_interval_min must be in (0, 1), got ", options.chebyshev_interval_min());
   TORCH_CHECK(options.minimax_interval_min() >= 1e-12 && options.minimax_interval_min() < 1.0,
       "dash::inverse_root: minimax_interval_min must be in [1e-12, 1), got ", options.minimax_interval_min());
+  if (options.method() == RootMethod::NewtonDB && options.newton_db_polynomial() != NewtonDBPolynomial::NewtonSchulz &&
+      options.precision() != MatmulPrecision::FP32) {
+    // Measured (docs/benchmarks.md, "Accuracy per matmul"): the minimax steps lift
+    // small eigenvalues 5–8× per step, and 16-bit rounding of Z·Y with them; the
+    // coupled iteration does not correct the drift.
+    TORCH_WARN_ONCE("dash::inverse_root: NewtonDB minimax polynomials with 16-bit matmuls amplify rounding "
+                    "(relative errors 0.1-0.6 where Newton-Schulz reaches 1e-2 at condition 1e2); use them with fp32");
+  }
   TORCH_CHECK(options.eigen_refresh_tolerance() >= 0.0 && options.eigen_refresh_tolerance() <= 1.0,
       "dash::inverse_root: eigen_refresh_tolerance must be in [0, 1], got ", options.eigen_refresh_tolerance());
   TORCH_CHECK(options.eigen_warm_iterations() >= 0 && options.eigen_warm_iterations() <= 100,

@@ -8,6 +8,7 @@
 #include <dash/optimizer.h>
 
 #include <c10/util/Exception.h>
+#include <torch/csrc/Exceptions.h>
 #include <torch/version.h>
 
 namespace py = pybind11;
@@ -36,35 +37,48 @@ InverseRootOptions checked_root_options(int64_t p, const py::kwargs& options) {
   return root_options;
 }
 
+// Checks the options for root p, then runs `solve(options)` without the GIL; C++
+// warnings (TORCH_WARN) of either part reach Python as Python warnings.
+template <typename Solve>
+auto with_root_options(int64_t p, const py::kwargs& options, Solve&& solve) {
+  torch::PyWarningHandler warnings_to_python;
+  try {
+    const auto root_options = checked_root_options(p, options);
+    py::gil_scoped_release release;
+    return solve(root_options);
+  } catch (...) {
+    warnings_to_python.set_in_exception();  // the error wins over buffered warnings
+    throw;
+  }
+}
+
 }  // namespace
 
 void bind_inverse_root(py::module_& module) {
   module.def(
       "inverse_root",
       [](const at::Tensor& matrices, int64_t p, const py::kwargs& options) {
-        const auto root_options = checked_root_options(p, options);
-        py::gil_scoped_release release;
-        return inverse_root(matrices, p, root_options);
+        return with_root_options(p, options, [&](const InverseRootOptions& root_options) {
+          return inverse_root(matrices, p, root_options);
+        });
       },
       py::arg("matrices"), py::arg("p"));
   module.def(
       "inverse_root_with_diagnostics",
       [](const at::Tensor& matrices, int64_t p, const py::kwargs& options) {
-        const auto root_options = checked_root_options(p, options);
-        InverseRootResult result;
-        {
-          py::gil_scoped_release release;
-          result = inverse_root_with_diagnostics(matrices, p, root_options);
-        }
+        auto result = with_root_options(p, options, [&](const InverseRootOptions& root_options) {
+          return inverse_root_with_diagnostics(matrices, p, root_options);
+        });
         return py::make_tuple(result.root, result.residual, result.finite);
       },
       py::arg("matrices"), py::arg("p"));
   module.def(
       "estimate_spectral_scale",
       [](const at::Tensor& matrices, const py::kwargs& options) {
-        const auto root_options = checked_root_options(/*p=*/1, options);  // every method takes p = 1
-        py::gil_scoped_release release;
-        return estimate_spectral_scale(matrices, root_options);
+        // Every method takes p = 1.
+        return with_root_options(/*p=*/1, options, [&](const InverseRootOptions& root_options) {
+          return estimate_spectral_scale(matrices, root_options);
+        });
       },
       py::arg("matrices"));
   module.def(

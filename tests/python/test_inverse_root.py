@@ -45,6 +45,12 @@ def test_minimax_newton_db_resolves_what_newton_schulz_does_not(device):
     assert relative_error(minimax.cpu(), reference) < 1e-3
 
 
+def test_minimax_with_16_bit_matmuls_warns():
+    # The only test that asks for this combination: the warning is once per process.
+    with pytest.warns(UserWarning, match="minimax polynomials with 16-bit matmuls"):
+        dash.inverse_root(torch.eye(4), 4, method="ndb", newton_db_polynomial="minimax5", precision="bf16")
+
+
 def test_unknown_newton_db_polynomial_names_the_valid_ones():
     with pytest.raises(ValueError, match="minimax5"):
         dash.inverse_root(torch.eye(4), 4, method="ndb", newton_db_polynomial="minimax7")
