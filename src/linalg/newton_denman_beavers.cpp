@@ -16,8 +16,8 @@
 // feeds the next pass skips its last Z update, the last pass its last Y update.
 //
 // Every iterate lives in a Scratch buffer and is dropped as soon as it is dead, so
-// a pass holds four (Newton–Schulz, cubic) or five (quintic) stack-sized buffers
-// and allocates nothing once the Scratch has them.
+// a pass holds four stack-sized buffers (B or W, E, Y, Z) and allocates nothing
+// once the Scratch has them.
 
 #include "linalg/batched_matmul.h"
 #include "linalg/minimax_polynomials.h"
@@ -41,39 +41,34 @@ struct SquareRoots {
 
 enum class PassOutput { Root, InverseRoot };
 
-// c₀I and c₁I of a step's polynomial, in a (2, b, b) Scratch buffer that is refilled
-// only when the coefficients change (never, for Newton–Schulz): no step allocates.
-class CoefficientIdentities {
+// c₀I of a step's polynomial, in a (b, b) Scratch buffer that is refilled only when
+// c₀ changes (never, for Newton–Schulz): no step allocates.
+class ConstantTerm {
  public:
-  CoefficientIdentities(const at::Tensor& like, Scratch& scratch)
-      : identities_(scratch.empty({2, like.size(-1), like.size(-1)}, like.options())) {}
+  ConstantTerm(const at::Tensor& like, Scratch& scratch)
+      : identity_(scratch.empty({like.size(-1), like.size(-1)}, like.options())) {}
 
   const at::Tensor& for_step(const OddPolynomial& q) {
-    if (!filled_ || q.coefficients[0] != c0_ || q.coefficients[1] != c1_) {
+    if (!filled_ || q.coefficients[0] != c0_) {
       c0_ = q.coefficients[0];
-      c1_ = q.coefficients[1];
-      identities_.zero_();
-      identities_[0].diagonal().fill_(c0_);
-      identities_[1].diagonal().fill_(c1_);
+      identity_.zero_();
+      identity_.diagonal().fill_(c0_);
       filled_ = true;
     }
-    return identities_;
+    return identity_;
   }
 
  private:
-  at::Tensor identities_;
+  at::Tensor identity_;
   bool filled_ = false;
   double c0_ = 0.0;
-  double c1_ = 0.0;
 };
 
 // E = q(W) = c₀I + c₁W (+ c₂W²) with W = Z·Y, or W = Y when Z is the identity (the
 // first step). `residual`: set to ‖W − I‖_F/√b per matrix when asked for.
 at::Tensor step_matrix(const at::Tensor& z, const at::Tensor& y, const OddPolynomial& q,
-    const at::Tensor& identities, MatmulPrecision precision, Scratch& scratch, at::Tensor* residual) {
+    const at::Tensor& c0_identity, MatmulPrecision precision, Scratch& scratch, at::Tensor* residual) {
   const auto& c = q.coefficients;
-  const auto c0_identity = identities[0];
-  const auto c1_identity = identities[1];
   auto e = scratch.empty_like(y);
   if (c[2] == 0.0) {
     if (!z.defined()) {
@@ -82,15 +77,18 @@ at::Tensor step_matrix(const at::Tensor& z, const at::Tensor& y, const OddPolyno
       e.copy_(c0_identity.expand_as(y));
       matmul_add_(e, z, y, /*beta=*/1.0, /*alpha=*/c[1], precision, scratch);
     }
-    // W − I = (E − c₀I)/c₁ − I: the residual comes for free.
-    if (residual != nullptr) *residual = relative_frobenius(e - (c0_identity + c1_identity)) / std::abs(c[1]);
+    // W − I = (E − (c₀ + c₁)I)/c₁: the residual comes for free.
+    if (residual != nullptr) {
+      auto shifted = e - c0_identity;
+      shifted.diagonal(0, -2, -1).sub_(c[1]);
+      *residual = relative_frobenius(shifted) / std::abs(c[1]);
+    }
     return e;
   }
+  // c₀I + c₁W, then + c₂W·W in place: W and E are the only buffers the step needs.
   const auto w = z.defined() ? matmul(z, y, precision, scratch) : y;
-  auto linear = scratch.empty_like(y);
-  at::add_out(linear, c1_identity, w, c[2]);  // c₁I + c₂W
-  e.copy_(c0_identity.expand_as(y));
-  matmul_add_(e, w, linear, /*beta=*/1.0, /*alpha=*/1.0, precision, scratch);
+  at::add_out(e, c0_identity, w, c[1]);
+  matmul_add_(e, w, w, /*beta=*/1.0, /*alpha=*/c[2], precision, scratch);
   if (residual != nullptr) *residual = relative_frobenius(w - identity_like(w));
   return e;
 }
@@ -99,10 +97,10 @@ at::Tensor step_matrix(const at::Tensor& z, const at::Tensor& y, const OddPolyno
 SquareRoots newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps, PassOutput needed,
     const NewtonDBOptions& options, Scratch& scratch) {
   const auto precision = options.newton.precision;
-  CoefficientIdentities identities(b, scratch);
+  ConstantTerm constant(b, scratch);
   const int64_t count = static_cast<int64_t>(steps.size());
   // First step, Z₀ = I: E₀ = q₀(B), Y₁ = B E₀ and Z₁ = E₀ save the Z·Y and E·Z matmuls.
-  auto e = step_matrix(at::Tensor(), b, steps[0], identities.for_step(steps[0]), precision, scratch, nullptr);
+  auto e = step_matrix(at::Tensor(), b, steps[0], constant.for_step(steps[0]), precision, scratch, nullptr);
   at::Tensor y;
   if (count > 1 || needed == PassOutput::Root) y = matmul(b, e, precision, scratch);
   b = at::Tensor();
@@ -110,7 +108,7 @@ SquareRoots newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps
   for (int64_t step = 1; step < count; ++step) {
     const bool check = is_tolerance_check_step(step, options.newton.tolerance, options.newton.check_interval);
     at::Tensor residual;
-    e = step_matrix(z, y, steps[step], identities.for_step(steps[step]), precision, scratch, check ? &residual : nullptr);
+    e = step_matrix(z, y, steps[step], constant.for_step(steps[step]), precision, scratch, check ? &residual : nullptr);
     if (check && all_within_tolerance(residual, options.newton.tolerance)) break;
     const bool last = step + 1 == count;
     if (!last || needed == PassOutput::Root) y = matmul(y, e, precision, scratch);
