@@ -7,6 +7,8 @@
 #include "report.h"
 #include "timing.h"
 
+#include "local_launch.h"
+
 #include <dash/dash.h>
 #include <dash/distributed.h>
 
@@ -90,7 +92,7 @@ int run_distributed_bench(const std::vector<std::string>& args) {
   if (!environment.has_value() && arguments.integer("nproc") > 1) {
     std::vector<std::string> command{std::filesystem::read_symlink("/proc/self/exe").string(), "distributed"};
     command.insert(command.end(), args.begin(), args.end());
-    return launch_local_ranks(command, arguments.integer("nproc"));
+    return launch::launch_local_ranks(command, arguments.integer("nproc"));
   }
   return run_rank(arguments, environment);
 }

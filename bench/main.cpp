@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
       "                       [--scalings fro,pi,multi-pi] [--precisions fp32,fp16,bf16] [--baseline 1]\n"
       "                       [--warmup 1] [--steps K] [--device cpu|cuda] [--profile 0|1] [--json PATH]\n"
       "                       [--executions batched,auto] [--interleave 0|1] [--eigen-tolerances 0,0.05]\n"
-      "                       [--ndb-polynomials newton-schulz,minimax3,minimax5]\n"
+      "                       [--ndb-polynomials newton-schulz,minimax3,minimax5] [--minimax-interval-min 1e-6]\n"
       "                       (--interleave 1: all configurations step in turns, for paired ratios;\n"
       "                        --eigen-tolerances: EVD once per eigen_refresh_tolerance, 0 = eigh every time;\n"
       "                        --ndb-polynomials: NDB once per step polynomial)\n"

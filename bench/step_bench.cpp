@@ -242,8 +242,11 @@ std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Ar
   } else if (method == RootMethod::NewtonDB) {
     for (const auto& polynomial_name : arguments.list("ndb-polynomials")) {
       const auto polynomial = parse_newton_db_polynomial(polynomial_name);
-      variants.emplace_back(polynomial == NewtonDBPolynomial::NewtonSchulz ? std::string() : " " + to_string(polynomial),
-          InverseRootOptions(root).newton_db_polynomial(polynomial));
+      variants.emplace_back(polynomial == NewtonDBPolynomial::NewtonSchulz
+              ? std::string()
+              : " " + to_string(polynomial) + " ℓ=" + arguments.text("minimax-interval-min"),
+          InverseRootOptions(root).newton_db_polynomial(polynomial)
+              .minimax_interval_min(arguments.real("minimax-interval-min")));
     }
   } else {
     variants.emplace_back(std::string(), root);
@@ -304,7 +307,8 @@ int run_step_bench(const std::vector<std::string>& args) {
       {"warmup", integer_option("1", 0)}, {"steps", integer_option("0", 0)}, {"device", "cpu"},
       {"json", output_file_option()}, {"profile", integer_option("0", 0, 1)}, {"seed", integer_option("0", 0)},
       {"interleave", integer_option("0", 0, 1)}, {"executions", "batched,auto"},
-      {"eigen-tolerances", real_list_option("0", 0, 1)}, {"ndb-polynomials", "newton-schulz"}});
+      {"eigen-tolerances", real_list_option("0", 0, 1)}, {"ndb-polynomials", "newton-schulz"},
+      {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)}});
   // Every configuration's names and options, before anything is measured.
   check_configurations(configurations(arguments, 1));
   const auto model = arguments.text("shapes").empty()

@@ -6,6 +6,8 @@
 #include "text_corpus.h"
 #include "trainer.h"
 
+#include "local_launch.h"
+
 #include <dash/distributed.h>
 #include <dash/option_names.h>
 
@@ -47,7 +49,7 @@ int train(const dash_train::TrainConfig& config, const std::vector<std::string>&
     // The launcher: runs this same command as nproc ranks and waits for them.
     std::vector<std::string> command{std::filesystem::read_symlink("/proc/self/exe").string()};
     command.insert(command.end(), arguments.begin(), arguments.end());
-    return dash::launch_local_ranks(command, config.nproc);
+    return dash::launch::launch_local_ranks(command, config.nproc);
   }
   const auto distributed = environment.has_value() ? distributed_context(config, *environment) : nullptr;
   const bool main_process = !distributed || distributed->rank() == 0;

@@ -12,7 +12,7 @@
 // The gradients must already be identical on all ranks (all-reduced by the training
 // loop, e.g. with DistributedContext::average); the parameters stay identical.
 
-#include <dash/c10d_compat.h>
+#include <dash/process_group.h>
 #include <dash/optimizer.h>
 
 #include <ATen/core/Tensor.h>
@@ -83,14 +83,5 @@ std::optional<RankEnvironment> rank_environment();
 /// makes a Gloo group on it.
 c10::intrusive_ptr<ProcessGroup> gloo_process_group_from_environment(const RankEnvironment& environment,
     std::chrono::milliseconds timeout = std::chrono::minutes(5));
-
-/// Runs `command` (argv) as `nproc` local processes with RANK, WORLD_SIZE,
-/// MASTER_ADDR=127.0.0.1 and MASTER_PORT set, hosting their TCPStore on a free
-/// loopback port. When a rank fails the others get `grace` to fail too and are
-/// then killed; with a `timeout` > 0, every rank still running after it is killed
-/// (exit code 124). Returns 0 when every rank exited 0, else the first failure's code.
-int launch_local_ranks(const std::vector<std::string>& command, int64_t nproc,
-    std::chrono::milliseconds grace = std::chrono::seconds(30),
-    std::chrono::milliseconds timeout = std::chrono::milliseconds(0));
 
 }  // namespace dash

@@ -18,9 +18,6 @@
 #include <vector>
 
 namespace dash {
-namespace optim {
-class Engine;
-}  // namespace optim
 class DistributedContext;  // <dash/distributed.h>
 
 /// Direction whose per-block norm the Shampoo update is scaled to (spec §4 step 6).
@@ -192,7 +189,8 @@ class Dash : public torch::optim::Optimizer {
   /// A fresh state for the param groups as they are (only before the first step).
   void rebuild_engine();
 
-  std::unique_ptr<optim::Engine> engine_;
+  class Impl;  // the state and the step (src/optim/), not part of the API
+  std::unique_ptr<Impl> impl_;
   std::shared_ptr<const DistributedContext> distributed_;
 };
 

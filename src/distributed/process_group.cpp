@@ -6,6 +6,8 @@
 
 #include <dash/distributed.h>
 
+#include "distributed/c10d_compat.h"
+
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>

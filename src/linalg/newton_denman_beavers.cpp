@@ -108,6 +108,7 @@ SquareRoots newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps
   for (int64_t step = 1; step < count; ++step) {
     const bool check = is_tolerance_check_step(step, options.newton.tolerance, options.newton.check_interval);
     at::Tensor residual;
+    e = at::Tensor();  // the last step's E is dead: its buffer serves this step's W or E
     e = step_matrix(z, y, steps[step], constant.for_step(steps[step]), precision, scratch, check ? &residual : nullptr);
     if (check && all_within_tolerance(residual, options.newton.tolerance)) break;
     const bool last = step + 1 == count;

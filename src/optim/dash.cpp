@@ -12,6 +12,13 @@
 #include <utility>
 
 namespace dash {
+
+// Dash's private part is the engine itself (src/optim/engine.h).
+class Dash::Impl : public optim::Engine {
+ public:
+  using optim::Engine::Engine;
+};
+
 namespace {
 
 constexpr int64_t kCheckpointFormat = 1;
@@ -103,7 +110,7 @@ Dash::Dash(std::vector<torch::optim::OptimizerParamGroup> param_groups, DashOpti
     optim::check_options(static_cast<const DashOptions&>(group.options()));
   }
   check_ranks_agree(distributed_.get(), param_groups_);
-  engine_ = std::make_unique<optim::Engine>(param_groups_, distributed_);
+  impl_ = std::make_unique<Dash::Impl>(param_groups_, distributed_);
 }
 
 Dash::Dash(std::vector<at::Tensor> params, DashOptions defaults, std::shared_ptr<const DistributedContext> distributed)
@@ -113,11 +120,11 @@ Dash::~Dash() = default;
 
 void Dash::rebuild_engine() {
   check_ranks_agree(distributed_.get(), param_groups_);
-  auto engine = std::make_unique<optim::Engine>(param_groups_, distributed_);
-  engine->skipped_steps = engine_->skipped_steps;
-  engine->overflow_skipped_steps = engine_->overflow_skipped_steps;
-  engine->profile.enable(engine_->profile.enabled());
-  engine_ = std::move(engine);
+  auto engine = std::make_unique<Dash::Impl>(param_groups_, distributed_);
+  engine->skipped_steps = impl_->skipped_steps;
+  engine->overflow_skipped_steps = impl_->overflow_skipped_steps;
+  engine->profile.enable(impl_->profile.enabled());
+  impl_ = std::move(engine);
 }
 
 at::Tensor Dash::step(LossClosure closure) {
@@ -129,24 +136,24 @@ at::Tensor Dash::step(LossClosure closure) {
   }
   // Every step: setters and param-group edits get the construction's checks.
   for (const auto& group : param_groups_) optim::check_options(static_cast<const DashOptions&>(group.options()));
-  const bool same_params = engine_->matches(param_groups_);
-  if (!same_params || (engine_->steps_taken == 0 && !engine_->layout_matches(param_groups_))) {
+  const bool same_params = impl_->matches(param_groups_);
+  if (!same_params || (impl_->steps_taken == 0 && !impl_->layout_matches(param_groups_))) {
     // Before the first step nothing is lost: the state is rebuilt for the groups as
     // they are now (parameters added, or options that shape the state edited).
-    TORCH_CHECK(same_params || engine_->steps_taken == 0,
+    TORCH_CHECK(same_params || impl_->steps_taken == 0,
         "dash::Dash: parameters changed after the first step; add all parameter groups before stepping");
     rebuild_engine();
   }
-  engine_->check_layout(param_groups_);
-  engine_->step(param_groups_);
+  impl_->check_layout(param_groups_);
+  impl_->step(param_groups_);
   return loss;
 }
 
 DashDiagnostics Dash::diagnostics() const {
   DashDiagnostics result;
-  for (size_t k = 0; k < engine_->factors.size(); ++k) {
-    const auto& stack = engine_->plan.factor_stacks[k];
-    const auto& state = engine_->factors[k];
+  for (size_t k = 0; k < impl_->factors.size(); ++k) {
+    const auto& stack = impl_->plan.factor_stacks[k];
+    const auto& state = impl_->factors[k];
     const auto& options = static_cast<const DashOptions&>(param_groups_[stack.group].options());
     result.factor_stacks.push_back({stack.group, stack.size, stack.count, stack.root, state.failures.item<int64_t>(),
         options.execution() == Execution::Auto ? state.root_execution : options.execution(),
@@ -160,54 +167,54 @@ DashDiagnostics Dash::diagnostics() const {
     }
     if (state.factor_resets.defined()) result.factor_stacks.back().factor_resets = state.factor_resets.item<int64_t>();
   }
-  for (const auto& stack : engine_->plan.gradient_stacks) {
+  for (const auto& stack : impl_->plan.gradient_stacks) {
     result.block_stacks.push_back({stack.group, stack.rows, stack.cols, stack.count(), stack.one_sided});
   }
-  result.steps_taken = engine_->steps_taken;
-  result.skipped_steps = engine_->skipped_steps;
-  result.overflow_skipped_steps = engine_->overflow_skipped_steps;
-  result.workspace_bytes = engine_->root_workspace.bytes();
+  result.steps_taken = impl_->steps_taken;
+  result.skipped_steps = impl_->skipped_steps;
+  result.overflow_skipped_steps = impl_->overflow_skipped_steps;
+  result.workspace_bytes = impl_->root_workspace.bytes();
   return result;
 }
 
 void Dash::profile_phases(bool enabled) {
-  engine_->profile.enable(enabled);
+  impl_->profile.enable(enabled);
 }
 
-std::map<std::string, double> Dash::phase_times_ms() const { return engine_->profile.totals_ms(); }
+std::map<std::string, double> Dash::phase_times_ms() const { return impl_->profile.totals_ms(); }
 
 int64_t Dash::state_bytes() const {
   int64_t bytes = 0;
-  for_each_state_tensor(*engine_, [&](const std::string&, const at::Tensor& tensor) {
+  for_each_state_tensor(*impl_, [&](const std::string&, const at::Tensor& tensor) {
     if (tensor.defined()) bytes += tensor.numel() * static_cast<int64_t>(tensor.element_size());
   });
   return bytes;
 }
 
-int64_t Dash::communicated_bytes_per_step() const { return engine_->communicated_bytes_per_step(); }
+int64_t Dash::communicated_bytes_per_step() const { return impl_->communicated_bytes_per_step(); }
 
 void Dash::save(torch::serialize::OutputArchive& archive) const {
   archive.write("dash.format", c10::IValue(kCheckpointFormat));
-  archive.write("dash.layout", c10::IValue(layout_signature(*engine_, param_groups_)));
+  archive.write("dash.layout", c10::IValue(layout_signature(*impl_, param_groups_)));
   archive.write("dash.world_size", c10::IValue(distributed_ ? distributed_->world_size() : int64_t{1}));
-  archive.write("dash.steps_taken", c10::IValue(engine_->steps_taken));
-  archive.write("dash.skipped_steps", c10::IValue(engine_->skipped_steps));
-  archive.write("dash.overflow_skipped_steps", c10::IValue(engine_->overflow_skipped_steps));
+  archive.write("dash.steps_taken", c10::IValue(impl_->steps_taken));
+  archive.write("dash.skipped_steps", c10::IValue(impl_->skipped_steps));
+  archive.write("dash.overflow_skipped_steps", c10::IValue(impl_->overflow_skipped_steps));
   archive.write("dash.groups", c10::IValue(static_cast<int64_t>(param_groups_.size())));
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     torch::serialize::OutputArchive options_archive;
     static_cast<const DashOptions&>(param_groups_[g].options()).serialize(options_archive);
     archive.write("dash.group." + std::to_string(g), options_archive);
   }
-  for (size_t s = 0; s < engine_->stacks.size(); ++s) {
-    archive.write("stack." + std::to_string(s) + ".host_steps", at::tensor(engine_->stacks[s].steps, at::kLong));
+  for (size_t s = 0; s < impl_->stacks.size(); ++s) {
+    archive.write("stack." + std::to_string(s) + ".host_steps", at::tensor(impl_->stacks[s].steps, at::kLong));
   }
   // Execution::Auto's choices, so that a resumed run computes its roots the same way.
-  for (size_t k = 0; k < engine_->factors.size(); ++k) {
+  for (size_t k = 0; k < impl_->factors.size(); ++k) {
     archive.write("factor." + std::to_string(k) + ".root_execution",
-        c10::IValue(static_cast<int64_t>(engine_->factors[k].root_execution)));
+        c10::IValue(static_cast<int64_t>(impl_->factors[k].root_execution)));
   }
-  for_each_state_tensor(*engine_, [&](const std::string& key, const at::Tensor& tensor) {
+  for_each_state_tensor(*impl_, [&](const std::string& key, const at::Tensor& tensor) {
     if (tensor.defined()) archive.write(key, tensor, /*is_buffer=*/true);
   });
 }
@@ -243,7 +250,7 @@ void Dash::load(torch::serialize::InputArchive& archive) {
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     groups.emplace_back(param_groups_[g].params(), std::make_unique<DashOptions>(options[g]));
   }
-  auto engine = std::make_unique<optim::Engine>(groups, distributed_);
+  auto engine = std::make_unique<Dash::Impl>(groups, distributed_);
   const auto saved_layout = read_value("dash.layout").toStringRef();
   const auto layout = layout_signature(*engine, groups);
   TORCH_CHECK(saved_layout == layout,
@@ -293,7 +300,7 @@ void Dash::load(torch::serialize::InputArchive& archive) {
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     param_groups_[g].set_options(std::make_unique<DashOptions>(options[g]));
   }
-  engine_ = std::move(engine);
+  impl_ = std::move(engine);
 }
 
 }  // namespace dash

@@ -6,6 +6,8 @@
 #include "python/option_dict.h"
 #include "python/value_errors.h"
 
+#include "distributed/c10d_compat.h"
+
 #include <dash/distributed.h>
 #include <dash/option_names.h>
 #include <dash/optimizer.h>

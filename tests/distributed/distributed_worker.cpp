@@ -1,5 +1,5 @@
 // One rank of the distributed tests (launched by test_distributed through
-// dash::launch_local_ranks, so RANK, WORLD_SIZE, MASTER_* are set):
+// dash::launch::launch_local_ranks (apps/launch), so RANK, WORLD_SIZE, MASTER_* are set):
 //   distributed_worker SCENARIO OUT_DIR
 // SCENARIO: match | tiny | bf16 | resume | exit. Writes OUT_DIR/params-rank<r>.pt,
 // OUT_DIR/stats-rank<r>.txt, and on failure OUT_DIR/error-rank<r>.txt.

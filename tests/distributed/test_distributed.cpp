@@ -5,6 +5,8 @@
 #include "support/error_message.h"
 #include "support/temporary_folder.h"
 
+#include "local_launch.h"
+
 #include <dash/distributed.h>
 
 #include <gmock/gmock.h>
@@ -27,7 +29,7 @@ constexpr auto kLaunchTimeout = std::chrono::seconds(120);
 using OutputFolder = testing::TemporaryFolder;
 
 int launch(const std::string& scenario, int64_t ranks, const OutputFolder& out) {
-  return launch_local_ranks({DASH_DISTRIBUTED_WORKER, scenario, out.path()}, ranks, std::chrono::seconds(30),
+  return launch::launch_local_ranks({DASH_DISTRIBUTED_WORKER, scenario, out.path()}, ranks, std::chrono::seconds(30),
       kLaunchTimeout);
 }
 

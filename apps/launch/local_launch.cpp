@@ -1,6 +1,8 @@
 // launch_local_ranks: N local processes with a torchrun-style environment.
 
-#include <dash/distributed.h>
+#include "local_launch.h"
+
+#include "distributed/c10d_compat.h"
 
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -17,7 +19,7 @@
 
 extern char** environ;
 
-namespace dash {
+namespace dash::launch {
 namespace {
 
 std::vector<std::string> environment_for(int64_t rank, int64_t nproc, int64_t port) {
@@ -115,4 +117,4 @@ int launch_local_ranks(const std::vector<std::string>& command, int64_t nproc, s
   return result;
 }
 
-}  // namespace dash
+}  // namespace dash::launch
