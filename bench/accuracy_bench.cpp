@@ -81,6 +81,40 @@ std::string cell(const std::optional<Reached>& reached) {
   return fixed(reached->matmuls, 0) + " (" + fixed(reached->median_ms, 1) + " ms)";
 }
 
+struct Sweep {
+  std::optional<Reached> to_1e2;
+  std::optional<Reached> to_1e3;
+  double lowest_error = std::numeric_limits<double>::infinity();
+};
+
+// Grows the effort of `base` from 1 and keeps, per error level, the cheapest solve
+// that reached it (timed). A minimax schedule stops by itself: once the cap no longer
+// shortens it, more effort changes nothing. Before that its cost is not monotone in
+// the cap (a capped first pass leaves the second pass a wider interval), so the
+// sweep goes on to the end; for the other solvers the first effort that reaches a
+// level is the cheapest, and the sweep stops at 1e-3.
+Sweep sweep(const at::Tensor& input, const at::Tensor& reference, const InverseRootOptions& base, int64_t b,
+    int64_t p, int64_t max_steps, int warmup, int repetitions) {
+  Sweep result;
+  const bool monotone = base.method() != RootMethod::NewtonDB ||
+      base.newton_db_polynomial() == NewtonDBPolynomial::NewtonSchulz;
+  const double uncapped = matmuls(with_effort(base, max_steps), b, p);
+  for (int64_t effort = 1; effort <= max_steps && !(monotone && result.to_1e3); ++effort) {
+    const auto options = with_effort(base, effort);
+    const double cost = matmuls(options, b, p);
+    const double error = testing::max_relative_error(inverse_root(input, p, options).cpu(), reference);
+    if (error < result.lowest_error) result.lowest_error = error;  // NaN never is
+    for (auto [level, reached] : {std::make_pair(1e-2, &result.to_1e2), std::make_pair(1e-3, &result.to_1e3)}) {
+      if (error <= level && (!*reached || cost < (*reached)->matmuls)) {
+        const auto timing = time_it([&] { return inverse_root(input, p, options); }, warmup, repetitions);
+        *reached = Reached{cost, effort, error, timing.median_ms};
+      }
+    }
+    if (cost == uncapped) break;
+  }
+  return result;
+}
+
 }  // namespace
 
 int run_accuracy_bench(const std::vector<std::string>& args) {
@@ -135,37 +169,14 @@ int run_accuracy_bench(const std::vector<std::string>& args) {
       for (auto scaling : scalings) {
         for (auto precision : precisions) {
           const auto base = InverseRootOptions(v.options).scaling(scaling).precision(precision).epsilon(epsilon);
-          std::optional<Reached> to_1e2;
-          std::optional<Reached> to_1e3;
-          double lowest_error = std::numeric_limits<double>::infinity();
-          // A minimax schedule stops by itself: once the cap no longer shortens it, more
-          // effort changes nothing. Before that its cost is not monotone in the cap (a
-          // capped first pass leaves the second pass a wider interval), so the sweep goes
-          // on to the end; for the others the first effort that reaches a level is the
-          // cheapest.
-          const bool monotone = base.method() != RootMethod::NewtonDB ||
-              base.newton_db_polynomial() == NewtonDBPolynomial::NewtonSchulz;
-          const double uncapped = matmuls(with_effort(base, max_steps), b, p);
-          for (int64_t effort = 1; effort <= max_steps && !(monotone && to_1e3); ++effort) {
-            const auto options = with_effort(base, effort);
-            const double cost = matmuls(options, b, p);
-            const double error = testing::max_relative_error(inverse_root(input, p, options).cpu(), reference);
-            if (error < lowest_error) lowest_error = error;  // NaN never is
-            for (auto [level, reached] : {std::make_pair(1e-2, &to_1e2), std::make_pair(1e-3, &to_1e3)}) {
-              if (error <= level && (!*reached || cost < (*reached)->matmuls)) {
-                const auto timing = time_it([&] { return inverse_root(input, p, options); }, warmup, repetitions);
-                *reached = Reached{cost, effort, error, timing.median_ms};
-              }
-            }
-            if (cost == uncapped) break;
-          }
+          const auto result = sweep(input, reference, base, b, p, max_steps, warmup, repetitions);
           std::printf("%8s %-13s %-8s %-4s %22s %22s %14s\n", scientific(condition).c_str(), v.name.c_str(),
-              to_string(scaling).c_str(), to_string(precision).c_str(), cell(to_1e2).c_str(), cell(to_1e3).c_str(),
-              scientific(lowest_error).c_str());
+              to_string(scaling).c_str(), to_string(precision).c_str(), cell(result.to_1e2).c_str(),
+              cell(result.to_1e3).c_str(), scientific(result.lowest_error).c_str());
           std::fflush(stdout);
           report["rows"].push_back({{"condition", condition}, {"method", v.name}, {"scaling", to_string(scaling)},
-              {"precision", to_string(precision)}, {"to_1e-2", to_json(to_1e2)}, {"to_1e-3", to_json(to_1e3)},
-              {"lowest_error", lowest_error}});
+              {"precision", to_string(precision)}, {"to_1e-2", to_json(result.to_1e2)}, {"to_1e-3", to_json(result.to_1e3)},
+              {"lowest_error", result.lowest_error}});
         }
       }
     }

@@ -58,7 +58,8 @@ void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
     // small eigenvalues 5–8× per step, and 16-bit rounding of Z·Y with them; the
     // coupled iteration does not correct the drift.
     TORCH_WARN_ONCE("dash::inverse_root: NewtonDB minimax polynomials with 16-bit matmuls amplify rounding "
-                    "(measured relative errors up to 0.6 at condition 1e2, where Newton-Schulz reaches 8e-3); use them with fp32");
+                    "(measured relative errors up to 0.6 at condition 1e2, where Newton-Schulz reaches 8e-3); "
+                    "use them with fp32");
   }
   TORCH_CHECK(options.eigen_refresh_tolerance() >= 0.0 && options.eigen_refresh_tolerance() <= 1.0,
       "dash::inverse_root: eigen_refresh_tolerance must be in [0, 1], got ", options.eigen_refresh_tolerance());

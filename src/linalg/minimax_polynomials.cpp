@@ -15,14 +15,10 @@ constexpr int kMaxExchanges = 100;
 // O(width^((d+1)/2)) around 1, are as good as minimax to within rounding.
 constexpr double kNarrowestMinimaxInterval = 1e-3;
 
-// (3x − x³)/2 or (15x − 10x³ + 3x⁵)/8: the odd polynomials of degree 3 and 5 with
-// p(1) = 1 and as many vanishing derivatives there as possible (the Newton–Schulz
-// iterations for the sign function). Both increase up to x = 1 and decrease after
-// it, so their error on an interval around 1 is largest at an end.
-OddPolynomial newton_schulz(int degree, double lower, double upper) {
-  OddPolynomial p;
-  p.coefficients = degree == 3 ? std::array<double, 3>{1.5, -0.5, 0.0}
-                               : std::array<double, 3>{15.0 / 8.0, -10.0 / 8.0, 3.0 / 8.0};
+// Newton–Schulz on an interval around 1: both polynomials increase up to x = 1 and
+// decrease after it, so their error there is largest at an end.
+OddPolynomial newton_schulz_on(int degree, double lower, double upper) {
+  auto p = newton_schulz_polynomial(degree);
   p.error = std::max(std::abs(1.0 - p(lower)), std::abs(1.0 - p(upper)));
   return p;
 }
@@ -130,6 +126,13 @@ OddPolynomial remez(double lower, double upper) {
 
 }  // namespace
 
+OddPolynomial newton_schulz_polynomial(int degree) {
+  TORCH_CHECK(degree == 3 || degree == 5, "dash: Newton–Schulz polynomials have degree 3 or 5, got ", degree);
+  return {degree == 3 ? std::array<double, 3>{1.5, -0.5, 0.0}
+                      : std::array<double, 3>{15.0 / 8.0, -10.0 / 8.0, 3.0 / 8.0},
+      0.0};
+}
+
 double OddPolynomial::operator()(double x) const {
   const double t = x * x;
   return x * (coefficients[0] + t * (coefficients[1] + t * coefficients[2]));
@@ -154,7 +157,7 @@ std::vector<OddPolynomial> minimax_schedule(double lower, double upper, int degr
   std::vector<OddPolynomial> steps;
   for (int64_t k = 0; k < max_steps; ++k) {
     steps.push_back(upper - lower >= kNarrowestMinimaxInterval ? minimax_odd_polynomial(lower, upper, degree)
-                                                               : newton_schulz(degree, lower, upper));
+                                                               : newton_schulz_on(degree, lower, upper));
     const double error = steps.back().error;
     if (error <= target_error) break;
     // Every x of [lower, upper] now lies in [1 − E, 1 + E].

@@ -29,6 +29,12 @@ struct OddPolynomial {
   double operator()(double x) const;
 };
 
+/// (3x − x³)/2 or (15x − 10x³ + 3x⁵)/8: the odd polynomials of degree 3 and 5 with
+/// p(1) = 1 and as many vanishing derivatives there as possible (the Newton–Schulz
+/// iterations for the sign function; the cubic is NewtonDB's step in the paper).
+/// `error` is 0: they are not made for an interval.
+OddPolynomial newton_schulz_polynomial(int degree);
+
 /// The odd polynomial of degree 3 or 5 minimising max |1 − p(x)| over [lower, upper],
 /// 0 < lower, upper − lower ≥ 1e-3, by the Remez exchange on its m + 2 alternation points (the two
 /// ends and the m interior extrema, roots of p' in closed form).

@@ -109,7 +109,8 @@ SquareRoots newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps
     const bool check = is_tolerance_check_step(step, options.newton.tolerance, options.newton.check_interval);
     at::Tensor residual;
     e = at::Tensor();  // the last step's E is dead: its buffer serves this step's W or E
-    e = step_matrix(z, y, steps[step], constant.for_step(steps[step]), precision, scratch, check ? &residual : nullptr);
+    e = step_matrix(
+        z, y, steps[step], constant.for_step(steps[step]), precision, scratch, check ? &residual : nullptr);
     if (check && all_within_tolerance(residual, options.newton.tolerance)) break;
     const bool last = step + 1 == count;
     if (!last || needed == PassOutput::Root) y = matmul(y, e, precision, scratch);
@@ -118,8 +119,7 @@ SquareRoots newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps
   return {std::move(y), std::move(z)};
 }
 
-}  // namespace
-
+// The minimax design stops once its bound is a few roundings of the matmul inputs.
 double minimax_target_error(MatmulPrecision precision) {
   switch (precision) {
     case MatmulPrecision::FP32:
@@ -132,6 +132,8 @@ double minimax_target_error(MatmulPrecision precision) {
   return 0.0;
 }
 
+}  // namespace
+
 std::vector<std::vector<OddPolynomial>> newton_db_schedule(int64_t p, const NewtonDBOptions& options) {
   TORCH_CHECK(p >= 1 && (p & (p - 1)) == 0,
       "dash::inverse_root: NewtonDB computes roots p = 1 or a power of two, got p = ", p);
@@ -139,7 +141,7 @@ std::vector<std::vector<OddPolynomial>> newton_db_schedule(int64_t p, const Newt
   for (int64_t rest = std::max<int64_t>(p, 2); rest > 1; rest /= 2) ++passes;
   std::vector<std::vector<OddPolynomial>> schedule;
   if (options.polynomial == NewtonDBPolynomial::NewtonSchulz) {
-    schedule.assign(passes, std::vector<OddPolynomial>(options.newton.steps, OddPolynomial{{1.5, -0.5, 0.0}, 0.0}));
+    schedule.assign(passes, std::vector<OddPolynomial>(options.newton.steps, newton_schulz_polynomial(3)));
     return schedule;
   }
   // The first pass sees x = √b ∈ [√ℓ, 1]. A pass that leaves x within [1 − E, 1 + E]

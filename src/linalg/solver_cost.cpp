@@ -23,7 +23,7 @@ int64_t power_times_matmuls(int64_t p) {
 }
 
 // Matmuls of one Newton–DB pass (newton_denman_beavers.cpp). A step's E costs
-// nothing for a cubic and one matmul (W·(c₁I + c₂W)) for a quintic, and its Z·Y one
+// nothing for a cubic and one matmul (c₂W·W) for a quintic, and its Z·Y one
 // more after the first step (Z₀ = I); then Y·E and E·Z, of which the last step
 // skips the one the pass does not return, and the first step has only Y.
 int64_t newton_db_pass_matmuls(const std::vector<linalg::OddPolynomial>& steps, bool returns_root) {

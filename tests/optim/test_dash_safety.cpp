@@ -46,6 +46,26 @@ TEST(DashSafety, FiniteGradientsKeepParametersFinite) {
   }
 }
 
+// 16-bit NewtonDB diverges on ill-conditioned factors, and some of its roots come
+// out finite but huge (1e26 and more; the bound is 2·ε^{-1/p}). Taken as roots they
+// made the update Inf and the parameters NaN (first seen in dash-train, bf16 NDB, at
+// the first root step; reproduced here: one 128² block of a Gaussian gradient, whose
+// G Gᵀ has κ ≈ 1e5); they count as failed roots instead and the previous roots stay.
+TEST(DashSafety, DivergedFiniteRootsAreFailuresNotUpdates) {
+  auto generator = at::detail::createCPUGenerator(13);
+  auto param = at::randn({128, 128}, generator).set_requires_grad(true);
+  Dash optimizer({param}, DashOptions(0.01).block_size(128).start_step(1).root_frequency(1).root(
+      InverseRootOptions().method(RootMethod::NewtonDB).precision(MatmulPrecision::BF16)));
+  for (int t = 0; t < 3; ++t) {
+    param.mutable_grad() = at::randn({128, 128}, generator);
+    optimizer.step();
+    ASSERT_TRUE(at::isfinite(param).all().item<bool>()) << "step " << t + 1;
+  }
+  int64_t failures = 0;
+  for (const auto& stack : optimizer.diagnostics().factor_stacks) failures += stack.failures;
+  EXPECT_GT(failures, 0);  // the divergence happened, and was counted
+}
+
 // Not just finite: on a quadratic with a known minimum, ½‖W − T‖² with gradients
 // scaled by s, the (scale-free) Adam-grafted steps make progress at every scale
 // whose squares float32 holds and where ε_graft does not dominate (s ≫ 1e-8), for
