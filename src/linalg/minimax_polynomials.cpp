@@ -15,6 +15,10 @@ constexpr int kMaxExchanges = 100;
 // O(width^((d+1)/2)) around 1, are as good as minimax to within rounding.
 constexpr double kNarrowestMinimaxInterval = 1e-3;
 
+void check_degree(int degree) {
+  TORCH_CHECK(degree == 3 || degree == 5, "dash: the NewtonDB step polynomials have degree 3 or 5, got ", degree);
+}
+
 // Newton–Schulz on an interval around 1: both polynomials increase up to x = 1 and
 // decrease after it, so their error there is largest at an end.
 OddPolynomial newton_schulz_on(int degree, double lower, double upper) {
@@ -127,7 +131,7 @@ OddPolynomial remez(double lower, double upper) {
 }  // namespace
 
 OddPolynomial newton_schulz_polynomial(int degree) {
-  TORCH_CHECK(degree == 3 || degree == 5, "dash: Newton–Schulz polynomials have degree 3 or 5, got ", degree);
+  check_degree(degree);
   return {degree == 3 ? std::array<double, 3>{1.5, -0.5, 0.0}
                       : std::array<double, 3>{15.0 / 8.0, -10.0 / 8.0, 3.0 / 8.0},
       0.0};
@@ -142,7 +146,7 @@ OddPolynomial minimax_odd_polynomial(double lower, double upper, int degree) {
   TORCH_CHECK(lower > 0.0 && upper - lower >= kNarrowestMinimaxInterval && std::isfinite(upper),
       "dash: a minimax polynomial needs 0 < lower and upper - lower >= ", kNarrowestMinimaxInterval, ", got [",
       lower, ", ", upper, "]");
-  TORCH_CHECK(degree == 3 || degree == 5, "dash: minimax polynomials have degree 3 or 5, got ", degree);
+  check_degree(degree);
   return degree == 3 ? remez<1>(lower, upper) : remez<2>(lower, upper);
 }
 
@@ -150,7 +154,7 @@ std::vector<OddPolynomial> minimax_schedule(double lower, double upper, int degr
     double target_error) {
   TORCH_CHECK(lower > 0.0 && lower < upper && std::isfinite(upper),
       "dash: a minimax schedule needs 0 < lower < upper, got [", lower, ", ", upper, "]");
-  TORCH_CHECK(degree == 3 || degree == 5, "dash: minimax polynomials have degree 3 or 5, got ", degree);
+  check_degree(degree);
   TORCH_CHECK(max_steps >= 1 && target_error > 0.0,
       "dash: a minimax schedule needs max_steps >= 1 and target_error > 0, got ", max_steps, " and ",
       target_error);

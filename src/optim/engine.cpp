@@ -429,15 +429,16 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
       part_failures.add_(failed);
       return;
     }
-    auto ok = linalg::finite_matrices(fresh).view({-1});
-    if (options.root().epsilon() > 0.0) {
-      // (A + εI)^{-1/p} ⪯ ε^{-1/p}·I for A ⪰ 0, so no entry of a true root exceeds
-      // ε^{-1/p}. A diverged iteration returns finite roots far above it (16-bit
-      // NewtonDB on a rank-deficient factor: 1e26 and more), which would turn the
-      // update into Inf and the parameters into NaN: a failure, like a non-finite root.
-      const double bound = 2.0 * std::pow(options.root().epsilon(), -1.0 / static_cast<double>(stack.root));
-      ok.logical_and_((linalg::largest_magnitude(fresh) <= bound).view({-1}));
-    }
+    // A root is taken when it is finite and, for ε > 0, within 2·ε^{-1/p}:
+    // (A + εI)^{-1/p} ⪯ ε^{-1/p}·I for A ⪰ 0, so no entry of a true root exceeds
+    // ε^{-1/p}. A diverged iteration returns finite roots far above it (16-bit
+    // NewtonDB on a rank-deficient factor: 1e26 and more), which would turn the
+    // update into Inf and the parameters into NaN. The bound test alone also rejects
+    // NaN and Inf (a NaN magnitude compares false), so it replaces the finiteness test.
+    const double epsilon = options.root().epsilon();
+    auto ok = (epsilon > 0.0
+        ? linalg::largest_magnitude(fresh) <= 2.0 * std::pow(epsilon, -1.0 / static_cast<double>(stack.root))
+        : linalg::finite_matrices(fresh)).view({-1});
     if (due_mask.defined()) ok = ok & due_mask;
     auto failed = due_mask.defined() ? (due_mask & ~ok) : ~ok;
     state.failures.add_(failed.sum());
