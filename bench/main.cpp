@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
       "                       [--ndb-polynomials newton-schulz,minimax3,minimax5] [--minimax-interval-min 1e-6]\n"
       "                       (--interleave 1: all configurations step in turns, for paired ratios;\n"
       "                        --eigen-tolerances: EVD once per eigen_refresh_tolerance, 0 = eigh every time;\n"
-      "                        --ndb-polynomials: NDB once per step polynomial)\n"
+      "                        --ndb-polynomials: NDB once per step polynomial; --methods auto: RootMethod::Auto,\n"
+      "                        which reports its choice and trials)\n"
       "       dash-bench distributed [--preset llama-tiny] [--layers N] [--block 256] [--frequency 10]\n"
       "                       [--method ndb] [--scaling multi-pi] [--communication fp32|bf16|fp16]\n"
       "                       [--nproc 1] [--warmup 2] [--steps 20] [--json PATH]\n";

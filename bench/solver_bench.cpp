@@ -51,6 +51,10 @@ std::vector<Configuration> configurations(const std::vector<std::string>& method
   const MatmulPrecision precisions[] = {MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16};
   for (const auto& name : method_names) {
     auto method = parse_root_method(name);
+    if (method == RootMethod::Auto) {
+      throw std::invalid_argument("--methods: auto is chosen per factor stack by the optimizer; "
+                                  "dash-bench step --methods auto measures it");
+    }
     for (auto precision : precisions) {
       if (method == RootMethod::EVD) {  // EVD uses no spectral scaling
         result.push_back({method, Scaling::Frobenius, precision});

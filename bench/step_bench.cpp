@@ -48,7 +48,7 @@ struct Measurement {
   int64_t state_bytes = 0;
   int64_t workspace_bytes = 0;
   std::map<std::string, double> phases_ms;  // per step, with --profile
-  std::string root_choices;                 // Execution::Auto: what each factor stack chose
+  std::string root_choices;                 // Execution::Auto, RootMethod::Auto: what each factor stack chose
 
   // The non-root step's floor: its (float32) matmul FLOPs at the measured fp32 bmm ceiling.
   double floor_ms() const {
@@ -72,7 +72,9 @@ void count_step_flops(const Dash& optimizer, Measurement& m) {
 double dash_step_flops(const Dash& optimizer, const DashOptions& options, const Measurement& m) {
   double flops = m.factor_flops + m.preconditioning_flops;
   for (const auto& stack : optimizer.diagnostics().factor_stacks) {
-    flops += inverse_root_flops(stack.count, stack.size, stack.root, options.root()) /
+    if (stack.root_method == RootMethod::Auto) continue;  // not chosen yet: no root computed
+    flops += inverse_root_flops(stack.count, stack.size, stack.root,
+                 InverseRootOptions(options.root()).method(stack.root_method)) /
         static_cast<double>(options.root_frequency());
   }
   return flops;
@@ -166,12 +168,24 @@ Measurement finish_run(Run& run, const at::Device& device, int steps, bool profi
                                                                   : stack_ceiling(dash, MatmulPrecision::FP32, device);
   result.state_bytes = dash.state_bytes();
   result.workspace_bytes = dash.diagnostics().workspace_bytes;
-  if (run.config.options.execution() == Execution::Auto) {
+  const bool auto_method = run.config.options.root().method() == RootMethod::Auto;
+  if (run.config.options.execution() == Execution::Auto || auto_method) {
     for (const auto& stack : dash.diagnostics().factor_stacks) {
-      result.root_choices += (result.root_choices.empty() ? "" : "; ") + std::to_string(stack.size) + "² ×" +
-          std::to_string(stack.count) + " " + (stack.execution == Execution::Sequential ? "per block" : to_string(stack.execution)) +
-          " (timed: batched " + fixed(stack.calibrated_batched_ms, 0) + " ms, per block " +
-          fixed(stack.calibrated_per_block_ms, 0) + " ms)";
+      auto& choice = result.root_choices;
+      choice += (choice.empty() ? "" : "; ") + std::to_string(stack.size) + "² ×" + std::to_string(stack.count);
+      if (auto_method) {
+        choice += " " + to_string(stack.root_method) + " (";
+        for (const auto& trial : stack.root_method_trials) {
+          choice += (&trial == &stack.root_method_trials.front() ? "" : ", ") + to_string(trial.method) + " " +
+              fixed(trial.milliseconds, 0) + " ms error " + scientific(trial.error);
+        }
+        choice += ")";
+      }
+      if (run.config.options.execution() == Execution::Auto) {
+        choice += std::string(" ") + (stack.execution == Execution::Sequential ? "per block" : to_string(stack.execution)) +
+            " (timed: batched " + fixed(stack.calibrated_batched_ms, 0) + " ms, per block " +
+            fixed(stack.calibrated_per_block_ms, 0) + " ms)";
+      }
     }
   }
   if (profile) {

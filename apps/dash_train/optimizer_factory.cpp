@@ -42,7 +42,8 @@ std::unique_ptr<torch::optim::Optimizer> make_dash(const TrainConfig& config, co
                         .eigen_refresh_tolerance(config.eigen_refresh_tolerance)
                         .eigen_warm_iterations(config.eigen_warm_iterations)
                         .newton_db_polynomial(dash::parse_newton_db_polynomial(config.ndb_polynomial))
-                        .minimax_interval_min(config.minimax_interval_min);
+                        .minimax_interval_min(config.minimax_interval_min)
+                        .auto_max_error(config.auto_max_error);
   const auto options = dash::DashOptions(config.lr)
                            .beta_grad(config.beta1)
                            .beta_graft(config.beta2)

@@ -62,7 +62,7 @@ const std::vector<Key>& keys() {
       {"beta2", &TrainConfig::beta2, "AdamW β2 (and DASH's grafting β_g and 1-D AdamW β2)", true},
       {"eps", &TrainConfig::eps, "AdamW ε (and DASH's grafting ε)", true},
       {"block_size", &TrainConfig::block_size, "DASH block size B", true},
-      {"root_method", &TrainConfig::root_method, "evd, cn, ndb or chebyshev", true},
+      {"root_method", &TrainConfig::root_method, "evd, cn, ndb, chebyshev or auto (the fastest within auto_max_error, per factor stack)", true},
       {"scaling", &TrainConfig::scaling, "fro, pi or multi-pi", true},
       {"precision", &TrainConfig::precision, "fp32, fp16 or bf16 matmuls in the root solver", true},
       {"grafting", &TrainConfig::grafting, "adam, rmsprop, adagrad, sgd or none", true},
@@ -80,6 +80,8 @@ const std::vector<Key>& keys() {
           "ndb: step polynomial, newton-schulz (the paper's), minimax3 or minimax5", true},
       {"minimax_interval_min", &TrainConfig::minimax_interval_min,
           "ndb minimax: lower end of the normalised spectrum the polynomials are made for", true},
+      {"auto_max_error", &TrainConfig::auto_max_error,
+          "auto: largest root error (on gradients like the factor's) a method may have to be chosen", true},
       {"beta_factor", &TrainConfig::beta_factor, "EMA of the Shampoo factors L, R", true},
   };
   return table;

@@ -6,6 +6,7 @@
 // Distributed Shampoo's step with grafting; the root solvers are <dash/inverse_root.h>.
 
 #include <dash/inverse_root.h>
+#include <dash/root_method_choice.h>
 
 #include <torch/arg.h>
 #include <torch/optim/optimizer.h>
@@ -109,6 +110,12 @@ struct FactorStackDiagnostics {
   Execution execution = Execution::Batched;
   double calibrated_batched_ms = 0.0;    ///< Auto: the batched root computation it timed
   double calibrated_per_block_ms = 0.0;  ///< Auto: one block at a time, extrapolated to the stack
+  /// The root method its roots are computed with: the configured one, or
+  /// RootMethod::Auto's choice (Auto until it is made).
+  RootMethod root_method = RootMethod::EVD;
+  /// RootMethod::Auto: the time and error of every method it compared (empty after
+  /// a checkpoint is loaded: the choice is saved, the trials are not).
+  std::vector<RootMethodTrial> root_method_trials{};
   /// EVD with eigen_refresh_tolerance > 0 (InverseRootOptions), over all root
   /// computations so far: roots whose eigenbasis was kept, warm-started (QR
   /// steps) or recomputed by eigh.

@@ -21,7 +21,7 @@ std::string to_string(CommunicationDtype dtype);
 std::string to_string(OneDimensional treatment);
 std::string to_string(NonFiniteGradients policy);
 
-/// "evd", "cn" | "coupled-newton", "ndb" | "newton-db", "chebyshev".
+/// "evd", "cn" | "coupled-newton", "ndb" | "newton-db", "chebyshev", "auto".
 RootMethod parse_root_method(const std::string& name);
 /// "shampoo", "abs", "abs-add", "pseudo-inverse".
 EigenHeuristic parse_eigen_heuristic(const std::string& name);

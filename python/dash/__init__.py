@@ -12,12 +12,19 @@ batched inverse p-th roots it uses. See docs/python.md.
 import torch  # noqa: F401  (first: the extension uses torch's type registrations)
 
 from . import _C
-from .functional import InverseRootResult, estimate_spectral_scale, inverse_root, inverse_root_with_diagnostics
+from .functional import (
+    InverseRootResult,
+    choose_root_method,
+    estimate_spectral_scale,
+    inverse_root,
+    inverse_root_with_diagnostics,
+)
 from .optimizer import Dash
 
 __all__ = [
     "Dash",
     "InverseRootResult",
+    "choose_root_method",
     "default_options",
     "estimate_spectral_scale",
     "inverse_root",

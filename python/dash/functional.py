@@ -17,7 +17,7 @@ def inverse_root(matrices: torch.Tensor, p: int, **options) -> torch.Tensor:
     """(A + εI)^(-1/p) for a symmetric PSD matrix ``(b, b)`` or a stack ``(N, b, b)``.
 
     Keywords (defaults as in C++ ``dash::InverseRootOptions``): ``method`` ("evd",
-    "cn", "ndb", "chebyshev"), ``scaling`` ("fro", "pi", "multi-pi"), ``precision``
+    "cn", "ndb", "chebyshev"; "auto" is for ``dash.Dash`` and ``choose_root_method``), ``scaling`` ("fro", "pi", "multi-pi"), ``precision``
     ("fp32", "bf16", "fp16"), ``epsilon``, ``newton_steps``, ``tolerance``,
     ``tolerance_check_interval``, ``power_iterations``, ``power_vectors``,
     ``power_margin``, ``chebyshev_degree``, ``chebyshev_interval_min``,
@@ -30,6 +30,17 @@ def inverse_root(matrices: torch.Tensor, p: int, **options) -> torch.Tensor:
 def inverse_root_with_diagnostics(matrices: torch.Tensor, p: int, **options) -> InverseRootResult:
     """``inverse_root`` with each matrix's residual and finiteness (computed on the device)."""
     return InverseRootResult(*_C.inverse_root_with_diagnostics(matrices, p, **options))
+
+
+def choose_root_method(matrices: torch.Tensor, p: int, **options) -> dict:
+    """What ``root_method="auto"`` does for one ``(N, b, b)`` stack: times every method on
+    it (with the other ``options``) and measures each one's error on up to 8 of its
+    matrices against float64 eigh, weighted by the matrix as a gradient's second
+    moment (C++ ``dash::choose_root_method``). Returns ``{"method": fastest within
+    auto_max_error (else the most accurate, with a warning), "trials": [{"method",
+    "ms", "error", "meets_accuracy"}, ...]}``. A one-off: several root computations.
+    """
+    return _C.choose_root_method(matrices, p, **options)
 
 
 def estimate_spectral_scale(matrices: torch.Tensor, **options) -> torch.Tensor:

@@ -65,6 +65,8 @@ void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
       "dash::inverse_root: eigen_refresh_tolerance must be in [0, 1], got ", options.eigen_refresh_tolerance());
   TORCH_CHECK(options.eigen_warm_iterations() >= 0 && options.eigen_warm_iterations() <= 100,
       "dash::inverse_root: eigen_warm_iterations must be in [0, 100], got ", options.eigen_warm_iterations());
+  TORCH_CHECK(options.auto_max_error() > 0.0,
+      "dash::inverse_root: auto_max_error must be > 0, got ", options.auto_max_error());
   TORCH_CHECK(options.method() != RootMethod::NewtonDB || (p & (p - 1)) == 0,
       "dash::inverse_root: NewtonDB computes roots p = 1 or a power of two, got p = ", p);
 }
@@ -116,6 +118,8 @@ at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int
     case RootMethod::Chebyshev:
       return linalg::chebyshev_root(normalized, epsilon, p,
           {options.chebyshev_degree(), options.chebyshev_interval_min(), options.precision()}, scratch);
+    case RootMethod::Auto:
+      break;  // with_stack() rejects it
   }
   TORCH_CHECK(false, "dash::inverse_root: unknown root method");
 }
@@ -178,6 +182,8 @@ template <typename Finish>
 auto with_stack(const at::Tensor& matrices, int64_t p, const InverseRootOptions& options, Finish finish) {
   check_matrices(matrices);
   check_inverse_root_options(p, options);
+  TORCH_CHECK_VALUE(options.method() != RootMethod::Auto, "dash::inverse_root: RootMethod::Auto is chosen per stack, by "
+      "dash::Dash or by choose_root_method(); inverse_root() needs evd, cn, ndb or chebyshev");
   const bool single = matrices.dim() == 2;
   auto stack = single ? matrices.unsqueeze(0) : matrices;
   return finish(stack, single);

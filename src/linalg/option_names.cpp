@@ -20,6 +20,7 @@ const NameTable<RootMethod> kRootMethods = {
     {"cn", RootMethod::CoupledNewton},
     {"ndb", RootMethod::NewtonDB},
     {"chebyshev", RootMethod::Chebyshev},
+    {"auto", RootMethod::Auto},
     {"coupled-newton", RootMethod::CoupledNewton},
     {"newton-db", RootMethod::NewtonDB},
 };

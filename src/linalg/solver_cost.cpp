@@ -84,6 +84,8 @@ double inverse_root_flops(int64_t count, int64_t b, int64_t p, const InverseRoot
       per_matrix = scaling_flops(b, options) +
           matmul * static_cast<double>(std::max<int64_t>(options.chebyshev_degree() - 1, 0));
       break;
+    case RootMethod::Auto:
+      TORCH_CHECK(false, "dash::inverse_root_flops: RootMethod::Auto has no cost of its own; pass the method it chose");
   }
   return static_cast<double>(count) * per_matrix;
 }

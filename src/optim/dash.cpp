@@ -166,6 +166,9 @@ DashDiagnostics Dash::diagnostics() const {
       entry.roots_recomputed = counts[2].item<int64_t>();
     }
     if (state.factor_resets.defined()) result.factor_stacks.back().factor_resets = state.factor_resets.item<int64_t>();
+    const bool auto_method = options.root().method() == RootMethod::Auto;
+    result.factor_stacks.back().root_method = auto_method ? state.root_method : options.root().method();
+    if (auto_method) result.factor_stacks.back().root_method_trials = state.root_method_trials;
   }
   for (const auto& stack : impl_->plan.gradient_stacks) {
     result.block_stacks.push_back({stack.group, stack.rows, stack.cols, stack.count(), stack.one_sided});
@@ -209,10 +212,13 @@ void Dash::save(torch::serialize::OutputArchive& archive) const {
   for (size_t s = 0; s < impl_->stacks.size(); ++s) {
     archive.write("stack." + std::to_string(s) + ".host_steps", at::tensor(impl_->stacks[s].steps, at::kLong));
   }
-  // Execution::Auto's choices, so that a resumed run computes its roots the same way.
+  // Execution::Auto's and RootMethod::Auto's choices, so that a resumed run computes
+  // its roots the same way.
   for (size_t k = 0; k < impl_->factors.size(); ++k) {
     archive.write("factor." + std::to_string(k) + ".root_execution",
         c10::IValue(static_cast<int64_t>(impl_->factors[k].root_execution)));
+    archive.write("factor." + std::to_string(k) + ".root_method",
+        c10::IValue(static_cast<int64_t>(impl_->factors[k].root_method)));
   }
   for_each_state_tensor(*impl_, [&](const std::string& key, const at::Tensor& tensor) {
     if (tensor.defined()) archive.write(key, tensor, /*is_buffer=*/true);
@@ -279,6 +285,11 @@ void Dash::load(torch::serialize::InputArchive& archive) {
     auto& state = engine->factors[k];
     state.root_execution = static_cast<Execution>(value);
     state.calibration_pending = state.root_execution == Execution::Auto;
+    c10::IValue method;
+    if (!archive.try_read("factor." + std::to_string(k) + ".root_method", method)) continue;  // older checkpoint
+    TORCH_CHECK(method.toInt() >= 0 && method.toInt() <= static_cast<int64_t>(RootMethod::Auto),
+        "dash::Dash: corrupt checkpoint (factor stack ", k, " root method ", method.toInt(), ")");
+    state.root_method = static_cast<RootMethod>(method.toInt());
   }
   for_each_state_tensor(*engine, [&](const std::string& key, at::Tensor& tensor) {
     if (!tensor.defined()) {

@@ -395,8 +395,12 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
   if (due_count == 0) return;
   auto& state = factors[k];
   ScopedPhase phase(profile, Phase::Roots);
-  const bool warm_eigen =
-      options.root().method() == RootMethod::EVD && options.root().eigen_refresh_tolerance() > 0.0;
+  auto root_options = options.root();
+  if (root_options.method() == RootMethod::Auto) {
+    if (state.root_method == RootMethod::Auto) choose_root_method_for(k, root_options, due);
+    root_options.method(state.root_method == RootMethod::Auto ? RootMethod::EVD : state.root_method);
+  }
+  const bool warm_eigen = root_options.method() == RootMethod::EVD && root_options.eigen_refresh_tolerance() > 0.0;
   if (warm_eigen && !state.basis.vectors.defined()) {
     state.basis.vectors = at::zeros_like(state.factors);
     state.basis.valid = at::zeros({stack.count}, state.factors.options().dtype(at::kBool));
@@ -419,8 +423,8 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     }
     at::Tensor fresh;
     try {
-      fresh = warm_eigen ? inverse_root(part_factors, stack.root, options.root(), root_workspace, basis)
-                         : inverse_root(part_factors, stack.root, options.root(), root_workspace);
+      fresh = warm_eigen ? inverse_root(part_factors, stack.root, root_options, root_workspace, basis)
+                         : inverse_root(part_factors, stack.root, root_options, root_workspace);
     } catch (const c10::Error& error) {
       TORCH_WARN("dash::Dash: inverse root of a ", stack.size, "×", stack.size,
           " factor stack failed; keeping the previous roots: ", error.what_without_backtrace());
@@ -435,7 +439,7 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     // NewtonDB on a rank-deficient factor: 1e26 and more), which would turn the
     // update into Inf and the parameters into NaN. The bound test alone also rejects
     // NaN and Inf (a NaN magnitude compares false), so it replaces the finiteness test.
-    const double epsilon = options.root().epsilon();
+    const double epsilon = root_options.epsilon();
     auto ok = (epsilon > 0.0
         ? linalg::largest_magnitude(fresh) <= 2.0 * std::pow(epsilon, -1.0 / static_cast<double>(stack.root))
         : linalg::finite_matrices(fresh)).view({-1});
@@ -485,7 +489,7 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
       batched();
       break;
     case Execution::Auto:
-      calibrate_root_execution(k, options, due, batched);
+      calibrate_root_execution(k, root_options, due, batched);
       break;
   }
 }
@@ -527,8 +531,8 @@ void Engine::raise_bounded_failures(const StepContext& context) const {
 // and discarded. One block at a time is kept if, extrapolated to all due blocks,
 // it is at least 10 % faster (batching is the default the margin leans to). The
 // clock needs the device to have finished, so this reads a value back, once.
-void Engine::calibrate_root_execution(
-    size_t k, const DashOptions& options, const std::vector<bool>& due, const std::function<void()>& batched) {
+void Engine::calibrate_root_execution(size_t k, const InverseRootOptions& root_options, const std::vector<bool>& due,
+    const std::function<void()>& batched) {
   const auto& stack = plan.factor_stacks[k];
   auto& state = factors[k];
   auto wait_for = [](const at::Tensor& t) {
@@ -553,7 +557,7 @@ void Engine::calibrate_root_execution(
   at::Tensor root;
   for (auto i : sample) {
     try {
-      root = inverse_root(state.factors.narrow(0, i, 1), stack.root, options.root(), root_workspace);
+      root = inverse_root(state.factors.narrow(0, i, 1), stack.root, root_options, root_workspace);
     } catch (const c10::Error&) {
       // Counted (and warned about) by the batched computation already.
     }
@@ -564,6 +568,33 @@ void Engine::calibrate_root_execution(
       elapsed_ms(start) * static_cast<double>(due_count) / static_cast<double>(sample.size());
   state.root_execution = state.calibrated_per_block_ms * 1.1 < state.calibrated_batched_ms ? Execution::Sequential
                                                                                           : Execution::Batched;
+}
+
+// RootMethod::Auto, once per factor stack: choose_root_method() on the factors due
+// now (a one-off that costs several root computations and host reads). It runs in
+// a workspace of its own, released afterwards: the optimizer's keeps only what the
+// chosen method needs (the union of all four held 3× EVD's on llama-tiny). A stack
+// without a finite factor to time keeps Auto, and this computation uses EVD.
+void Engine::choose_root_method_for(size_t k, const InverseRootOptions& root_options, const std::vector<bool>& due) {
+  const auto& stack = plan.factor_stacks[k];
+  auto& state = factors[k];
+  std::vector<int64_t> rows;
+  for (int64_t i = 0; i < stack.count; ++i) {
+    if (due[i]) rows.push_back(i);
+  }
+  auto due_factors = static_cast<int64_t>(rows.size()) == stack.count
+      ? state.factors
+      : state.factors.index_select(0, at::tensor(rows, at::kLong).to(state.factors.device()));
+  try {
+    InverseRootWorkspace trial_workspace;
+    auto choice = choose_root_method(due_factors, stack.root, root_options, trial_workspace);
+    state.root_method = choice.method;
+    state.root_method_trials = std::move(choice.trials);
+  } catch (const c10::Error& error) {
+    TORCH_WARN("dash::Dash: RootMethod::Auto could not compare the methods on the ", stack.size, "×", stack.size,
+        " factor stack ", k, " (", error.what_without_backtrace(), "); EVD computes its roots this time, and the "
+        "comparison is tried again at its next root computation");
+  }
 }
 
 // Steps 5–8 of spec §4 for the chosen blocks; leaves lr · P in state.update.

@@ -4,6 +4,7 @@
 // the arithmetic is block_update.h, the shape bookkeeping stack_plan.h.
 
 #include <dash/optimizer.h>
+#include <dash/root_method_choice.h>
 
 #include "blocking/stack_plan.h"
 #include "optim/block_update.h"
@@ -77,6 +78,10 @@ struct FactorStackState {
   bool calibration_pending = true;  ///< Auto: the first root computation is not timed
   double calibrated_batched_ms = 0.0;
   double calibrated_per_block_ms = 0.0;
+  /// RootMethod::Auto's choice for this stack (Auto: not made yet), and the trials
+  /// it was made from (not saved: empty after a checkpoint is loaded).
+  RootMethod root_method = RootMethod::Auto;
+  std::vector<RootMethodTrial> root_method_trials{};
 };
 
 struct AdamWSegmentState {
@@ -136,8 +141,9 @@ class Engine {
   at::Tensor gradient_blocks(size_t stack, const Rows& rows);
   void update_factors(StepContext& context, size_t stack, const Rows& rows);
   void refresh_roots(StepContext& context, size_t factor_stack);
-  void calibrate_root_execution(size_t factor_stack, const DashOptions& options, const std::vector<bool>& due,
-      const std::function<void()>& batched);
+  void calibrate_root_execution(size_t factor_stack, const InverseRootOptions& root_options,
+      const std::vector<bool>& due, const std::function<void()>& batched);
+  void choose_root_method_for(size_t factor_stack, const InverseRootOptions& root_options, const std::vector<bool>& due);
   void write_direction(StepContext& context, size_t stack, const Rows& rows);
   void update_adamw_segment(StepContext& context, size_t segment);
   void decay_weights(StepContext& context);

@@ -23,4 +23,5 @@
   FIELD(newton_steps, int64_t) FIELD(tolerance, double) FIELD(tolerance_check_interval, int64_t) \
   FIELD(chebyshev_degree, int64_t) FIELD(chebyshev_interval_min, double) FIELD(epsilon, double) \
   FIELD(precision, MatmulPrecision) FIELD(eigen_refresh_tolerance, double) FIELD(eigen_warm_iterations, int64_t) \
-  FIELD(newton_db_polynomial, NewtonDBPolynomial) FIELD(minimax_interval_min, double)
+  FIELD(newton_db_polynomial, NewtonDBPolynomial) FIELD(minimax_interval_min, double) \
+  FIELD(auto_max_error, double)

@@ -5,7 +5,9 @@
 #include "python/value_errors.h"
 
 #include <dash/inverse_root.h>
+#include <dash/option_names.h>
 #include <dash/optimizer.h>
+#include <dash/root_method_choice.h>
 
 #include <c10/util/Exception.h>
 #include <torch/csrc/Exceptions.h>
@@ -31,7 +33,7 @@ void translate_c10_errors(std::exception_ptr error) {
 }
 
 // Keyword options for a root p; a p the method cannot compute is a bad argument.
-InverseRootOptions checked_root_options(int64_t p, const py::kwargs& options) {
+InverseRootOptions checked_root_options(int64_t p, const py::dict& options) {
   auto root_options = inverse_root_options_from(options);
   as_value_error([&] { check_inverse_root_options(p, root_options); });
   return root_options;
@@ -40,7 +42,7 @@ InverseRootOptions checked_root_options(int64_t p, const py::kwargs& options) {
 // Checks the options for root p, then runs `solve(options)` without the GIL; C++
 // warnings (TORCH_WARN) of either part reach Python as Python warnings.
 template <typename Solve>
-auto with_root_options(int64_t p, const py::kwargs& options, Solve&& solve) {
+auto with_root_options(int64_t p, const py::dict& options, Solve&& solve) {
   torch::PyWarningHandler warnings_to_python;
   try {
     const auto root_options = checked_root_options(p, options);
@@ -53,6 +55,19 @@ auto with_root_options(int64_t p, const py::kwargs& options, Solve&& solve) {
 }
 
 }  // namespace
+
+py::list trials_list(const std::vector<RootMethodTrial>& trials) {
+  py::list result;
+  for (const auto& trial : trials) {
+    py::dict entry;
+    entry["method"] = to_string(trial.method);
+    entry["ms"] = trial.milliseconds;
+    entry["error"] = trial.error;
+    entry["meets_accuracy"] = trial.meets_accuracy;
+    result.append(entry);
+  }
+  return result;
+}
 
 void bind_inverse_root(py::module_& module) {
   module.def(
@@ -70,6 +85,21 @@ void bind_inverse_root(py::module_& module) {
           return inverse_root_with_diagnostics(matrices, p, root_options);
         });
         return py::make_tuple(result.root, result.residual, result.finite);
+      },
+      py::arg("matrices"), py::arg("p"));
+  module.def(
+      "choose_root_method",
+      [](const at::Tensor& matrices, int64_t p, const py::kwargs& options) {
+        py::dict any_method(options);  // the method is what is chosen: whatever was passed is ignored
+        any_method["method"] = "auto";
+        auto choice = with_root_options(p, any_method, [&](const InverseRootOptions& root_options) {
+          InverseRootWorkspace workspace;
+          return choose_root_method(matrices, p, root_options, workspace);
+        });
+        py::dict result;
+        result["method"] = to_string(choice.method);
+        result["trials"] = trials_list(choice.trials);
+        return result;
       },
       py::arg("matrices"), py::arg("p"));
   module.def(

@@ -69,6 +69,8 @@ py::dict diagnostics_dict(const Dash& optimizer) {
     entry["roots_kept"] = stack.roots_kept;
     entry["roots_warm_started"] = stack.roots_warm_started;
     entry["roots_recomputed"] = stack.roots_recomputed;
+    entry["root_method"] = to_string(stack.root_method);
+    entry["root_method_trials"] = trials_list(stack.root_method_trials);
     factor_stacks.append(entry);
   }
   py::list block_stacks;

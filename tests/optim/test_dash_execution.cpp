@@ -12,6 +12,7 @@
 #include <torch/serialize/archive.h>
 
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 namespace dash {
@@ -101,6 +102,59 @@ TEST(ExecutionAuto, ChoosesPerStackAndMatchesBatchedBitwise) {
   const auto after = restored.diagnostics().factor_stacks;
   ASSERT_EQ(before.size(), after.size());
   for (size_t k = 0; k < before.size(); ++k) EXPECT_EQ(after[k].execution, before[k].execution) << "stack " << k;
+}
+
+// RootMethod::Auto compares the methods at a stack's first root computation and
+// then computes every root with the one it chose: the parameters equal, bit for
+// bit, a run configured with that method from the start. The choice (not the
+// trials) survives a checkpoint, and a restored optimizer does not compare again.
+TEST(RootMethodAuto, ChoosesOnceAndThenMatchesTheChosenMethodBitwise) {
+  auto options = DashOptions(0.02).block_size(16).start_step(2).root_frequency(3)
+      .root(InverseRootOptions().method(RootMethod::Auto).epsilon(1e-6));
+  auto run = [&](const DashOptions& run_options, std::unique_ptr<Dash>& optimizer, at::Tensor& param) {
+    auto generator = at::detail::createCPUGenerator(7);
+    param = at::randn({16, 16}, generator).set_requires_grad(true);
+    optimizer = std::make_unique<Dash>(std::vector<at::Tensor>{param}, run_options);
+    auto targets = at::randn({16, 16}, generator);
+    for (int t = 0; t < 8; ++t) {
+      param.mutable_grad() = (param.detach() - targets) * at::linspace(0.01, 1.0, 16).view({1, 16}) +
+          0.1 * at::randn({16, 16}, generator);
+      optimizer->step();
+    }
+  };
+  std::unique_ptr<Dash> automatic, fixed;
+  at::Tensor auto_param, fixed_param;
+  run(options, automatic, auto_param);
+  const auto stacks = automatic->diagnostics().factor_stacks;
+  ASSERT_EQ(stacks.size(), 1u);
+  const auto chosen = stacks[0].root_method;
+  ASSERT_NE(chosen, RootMethod::Auto);
+  ASSERT_EQ(stacks[0].root_method_trials.size(), 4u);
+  for (const auto& trial : stacks[0].root_method_trials) {
+    std::cout << to_string(trial.method) << ": " << trial.milliseconds << " ms, error " << trial.error << "\n";
+    if (trial.method == chosen) EXPECT_TRUE(trial.meets_accuracy);
+  }
+  auto fixed_options = DashOptions(options);
+  fixed_options.root().method(chosen);
+  run(fixed_options, fixed, fixed_param);
+  EXPECT_TRUE(at::equal(auto_param, fixed_param)) << "chosen " << to_string(chosen);
+  EXPECT_TRUE(fixed->diagnostics().factor_stacks[0].root_method_trials.empty()) << "no comparison without Auto";
+
+  torch::serialize::OutputArchive archive;
+  automatic->save(archive);
+  std::stringstream stream;
+  archive.save_to(stream);
+  torch::serialize::InputArchive loaded_archive;
+  loaded_archive.load_from(stream);
+  auto twin = auto_param.detach().clone().set_requires_grad(true);
+  Dash restored({twin}, options);
+  restored.load(loaded_archive);
+  EXPECT_EQ(restored.diagnostics().factor_stacks[0].root_method, chosen);
+  auto generator = at::detail::createCPUGenerator(8);
+  std::vector<at::Tensor> params = {auto_param}, twins = {twin};
+  for (int t = 0; t < 4; ++t) testing::step_twins(params, *automatic, twins, restored, generator);
+  EXPECT_TRUE(at::equal(auto_param, twin));
+  EXPECT_TRUE(restored.diagnostics().factor_stacks[0].root_method_trials.empty()) << "compared again after loading";
 }
 
 INSTANTIATE_TEST_SUITE_P(AllMethods, ExecutionModes,

@@ -93,3 +93,21 @@ def test_spectral_scale_bounds_the_largest_eigenvalue():
 def test_bad_arguments_raise_clear_errors(call, error, message):
     with pytest.raises(error, match=message):
         call(spd_stack(2, 4, condition=10.0).float())
+
+
+def test_choose_root_method_takes_the_fastest_accurate_method_and_inverse_root_needs_one():
+    matrices = spd_stack(4, 24, condition=1e2).float()
+    choice = dash.choose_root_method(matrices, 4, method="ndb", epsilon=1e-6, auto_max_error=1e-2)
+    trials = {trial["method"]: trial for trial in choice["trials"]}
+    assert set(trials) == {"evd", "cn", "ndb", "chebyshev"}
+    assert trials["evd"]["error"] < 1e-4 and trials["evd"]["meets_accuracy"]
+    assert trials[choice["method"]]["meets_accuracy"]
+    assert all(trials[choice["method"]]["ms"] <= t["ms"] for t in trials.values() if t["meets_accuracy"])
+    with pytest.raises(ValueError, match="RootMethod::Auto is chosen per stack"):
+        dash.inverse_root(matrices, 4, method="auto")
+
+
+def test_choose_root_method_warns_when_no_method_is_accurate_enough():
+    with pytest.warns(UserWarning, match="no method reaches auto_max_error"):
+        choice = dash.choose_root_method(spd_stack(2, 8, condition=10.0).float(), 2, auto_max_error=1e-15)
+    assert choice["method"] == min(choice["trials"], key=lambda t: t["error"])["method"]

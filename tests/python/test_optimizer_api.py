@@ -446,3 +446,19 @@ def test_warm_started_eigenbases_are_reachable_from_python_and_counted():
     assert sum(s["roots_kept"] + s["roots_warm_started"] for s in stacks) > 0, stacks
     with pytest.raises(ValueError, match="eigen_refresh_tolerance must be in"):
         dash.Dash(make_params(), eigen_refresh_tolerance=2.0)
+
+
+def test_root_method_auto_reports_its_choice_per_factor_stack():
+    params = make_params()
+    optimizer = dash.Dash(params, lr=0.01, **{**OPTIONS, "root_method": "auto"}, auto_max_error=0.3)
+    assert optimizer.param_groups[0]["root_method"] == "auto" and optimizer.param_groups[0]["auto_max_error"] == 0.3
+    for gradients in fixed_gradients(params, 3):
+        apply_step(optimizer, params, gradients)
+    for stack in optimizer.diagnostics()["factor_stacks"]:
+        trials = {trial["method"]: trial for trial in stack["root_method_trials"]}
+        assert set(trials) == {"evd", "cn", "ndb", "chebyshev"}
+        chosen = trials[stack["root_method"]]
+        assert chosen["meets_accuracy"] and chosen["error"] <= 0.3
+        assert all(chosen["ms"] <= t["ms"] for t in trials.values() if t["meets_accuracy"])
+    with pytest.raises(ValueError, match="auto_max_error must be > 0"):
+        dash.Dash(make_params(), root_method="auto", auto_max_error=0.0)
