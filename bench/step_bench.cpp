@@ -48,7 +48,7 @@ struct Measurement {
   int64_t state_bytes = 0;
   int64_t workspace_bytes = 0;
   std::map<std::string, double> phases_ms;  // per step, with --profile
-  std::string root_choices;                 // Execution::Auto, RootMethod::Auto: what each factor stack chose
+  std::string root_choices;  // Execution::Auto, RootMethod::Auto: what each stack chose; warm EVD: roots kept/warm/eigh
 
   // The non-root step's floor: its (float32) matmul FLOPs at the measured fp32 bmm ceiling.
   double floor_ms() const {
@@ -187,6 +187,16 @@ Measurement finish_run(Run& run, const at::Device& device, int steps, bool profi
             fixed(stack.calibrated_per_block_ms, 0) + " ms)";
       }
     }
+  }
+  int64_t kept = 0, warm_started = 0, recomputed = 0;
+  for (const auto& stack : dash.diagnostics().factor_stacks) {
+    kept += stack.roots_kept;
+    warm_started += stack.roots_warm_started;
+    recomputed += stack.roots_recomputed;
+  }
+  if (kept + warm_started + recomputed > 0) {  // warm-started eigenbases, over all root computations so far
+    result.root_choices += (result.root_choices.empty() ? "" : "; ") + std::string("eigenbases kept ") +
+        std::to_string(kept) + ", warm-started " + std::to_string(warm_started) + ", eigh " + std::to_string(recomputed);
   }
   if (profile) {
     dash.profile_phases(true);

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <utility>
@@ -86,6 +87,28 @@ TEST(BenchSmoke, StepBenchWritesEveryConfiguration) {
                           "roots"})) << label;
     EXPECT_GT(row["phases_ms"]["roots"].get<double>(), 0.0) << label;
   }
+}
+
+// RootMethod::Auto reports its choice with every method's trial; warm-started EVD
+// counts how its roots were computed.
+TEST(BenchSmoke, StepBenchReportsRootMethodChoicesAndEigenbasisCounts) {
+  using ::testing::HasSubstr;
+  const auto path = ::testing::TempDir() + "dash_step_bench_auto.json";
+  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "1", "--methods", "evd,auto",
+                "--scalings", "multi-pi", "--precisions", "fp32", "--executions", "batched", "--baseline", "0",
+                "--eigen-tolerances", "0,0.5", "--steps", "3", "--json", path}),
+      0);
+  const auto report = read_json(path);
+  std::map<std::string, std::string> choices;
+  for (const auto& row : report["rows"]) {
+    choices[row["configuration"].get<std::string>()] = row["root_choices"].get<std::string>();
+  }
+  ASSERT_EQ(choices.size(), 4u);  // adamw, evd τ = 0, evd τ = 0.5, auto
+  EXPECT_EQ(choices.at("batched evd - fp32"), "");
+  EXPECT_THAT(choices.at("batched evd warm τ=0.5 - fp32"), HasSubstr("eigenbases kept "));
+  const auto automatic = choices.at("batched auto multi-pi fp32");
+  for (const char* method : {"evd ", "cn ", "ndb ", "chebyshev "}) EXPECT_THAT(automatic, HasSubstr(method));
+  EXPECT_THAT(automatic, HasSubstr(" ms error "));
 }
 
 TEST(BenchSmoke, SolverBenchWritesRowsWithErrors) {
