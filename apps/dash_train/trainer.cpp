@@ -4,6 +4,8 @@
 #include "optimizer_factory.h"
 #include "run_log.h"
 
+#include <dash/option_names.h>
+
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 #include <torch/cuda.h>
@@ -220,8 +222,15 @@ TrainResult Trainer::run() {
   result.finished = result.steps == config_.steps;
   result.validation = progress_.validation;
   result.final_validation_loss = result.validation.empty() ? NAN : result.validation.back().loss;
+  // How each factor stack's roots were computed, so that root_method auto's choices
+  // are on record.
+  nlohmann::json root_methods = nlohmann::json::object();
   if (const auto* dash_optimizer = dynamic_cast<const dash::Dash*>(optimizer_.get())) {
     result.optimizer_bytes_per_step = dash_optimizer->communicated_bytes_per_step();
+    for (const auto& stack : dash_optimizer->diagnostics().factor_stacks) {
+      root_methods["group " + std::to_string(stack.group) + ": " + std::to_string(stack.count) + " of " +
+          std::to_string(stack.size) + "x" + std::to_string(stack.size)] = dash::to_string(stack.root_method);
+    }
   }
   if (is_main_process()) {
     nlohmann::json summary = {{"steps", result.steps},
@@ -233,7 +242,8 @@ TrainResult Trainer::run() {
                               {"optimizer_ms", result.optimizer_ms},
                               {"tokens_per_second", result.tokens_per_second},
                               {"world_size", world_size_},
-                              {"optimizer_bytes_per_step", result.optimizer_bytes_per_step}};
+                              {"optimizer_bytes_per_step", result.optimizer_bytes_per_step},
+                              {"root_methods", root_methods}};
     write_file_atomically(run_dir() + "/summary.json", summary.dump(2) + "\n");
   }
   return result;

@@ -15,8 +15,9 @@ namespace dash {
 /// One method tried on a stack.
 struct RootMethodTrial {
   RootMethod method = RootMethod::EVD;
-  /// Wall time of inverse_root() on the whole stack, the device waited for; NaN
-  /// when the method cannot compute this root (NewtonDB for p not a power of two).
+  /// Wall time of inverse_root() on the whole stack, the device waited for (the
+  /// fastest of 3 runs when one takes under 100 ms); NaN when the method cannot
+  /// compute this root (NewtonDB for p not a power of two).
   double milliseconds = 0.0;
   /// Error of its roots against float64 eigh (see choose_root_method()), the
   /// largest over the sampled matrices; +Inf when a root of a finite matrix is not
@@ -26,8 +27,9 @@ struct RootMethodTrial {
 };
 
 struct RootMethodChoice {
-  /// The fastest trial that meets the accuracy; when none does, the most accurate
-  /// (with a warning).
+  /// Of the trials that meet the accuracy, the most accurate among those within
+  /// 10 % of the fastest one's time (closer than that, timing noise would decide);
+  /// when none meets it, the most accurate (with a warning).
   RootMethod method = RootMethod::EVD;
   std::vector<RootMethodTrial> trials;  ///< EVD, CoupledNewton, NewtonDB, Chebyshev
 };

@@ -37,7 +37,8 @@ def choose_root_method(matrices: torch.Tensor, p: int, **options) -> dict:
     it (with the other ``options``) and measures each one's error on up to 8 of its
     matrices against float64 eigh, weighted by the matrix as a gradient's second
     moment (C++ ``dash::choose_root_method``). Returns ``{"method": fastest within
-    auto_max_error (else the most accurate, with a warning), "trials": [{"method",
+    auto_max_error (methods within 10 % of its time count as tied: the most accurate
+    of them; none within: the most accurate, with a warning), "trials": [{"method",
     "ms", "error", "meets_accuracy"}, ...]}``. A one-off: several root computations.
     """
     return _C.choose_root_method(matrices, p, **options)

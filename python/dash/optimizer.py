@@ -68,7 +68,9 @@ class Dash(torch.optim.Optimizer):
     Every ``dash::DashOptions`` field is a keyword with the same name and default
     (``dash.default_options()`` lists them); the root options are flat
     (``root_method="ndb"``, ``scaling="multi-pi"``, ``precision="bf16"``, ...), enums
-    are strings, and ``betas=(beta_grad, beta_factor)``. ``param_groups`` is the
+    are strings, and ``betas=(beta_grad, beta_factor)``. ``root_method="auto"`` times
+    every method at each factor stack's first root computation and keeps the fastest
+    within ``auto_max_error`` (``diagnostics()`` shows the choice). ``param_groups`` is the
     source of truth: schedulers and hand edits take effect at the next ``step()``.
     Options that fix the shape of the state (block_size, one_dimensional,
     exponent_override, grafting with or without a statistic, momentum on/off)

@@ -19,6 +19,12 @@ namespace dash {
 namespace {
 
 constexpr int64_t kReferenceSample = 8;
+// A solve faster than this is timed twice more and the fastest run kept: small
+// stacks take milliseconds, where one run is mostly noise.
+constexpr double kRetimeBelowMs = 100.0;
+// Methods within this factor of the fastest eligible one count as equally fast;
+// the most accurate of them is taken (so that noise does not flip the choice).
+constexpr double kSameSpeed = 1.1;
 constexpr RootMethod kCandidates[] = {
     RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev};
 
@@ -98,10 +104,15 @@ RootMethodTrial run_trial(RootMethod method, const at::Tensor& matrices, const a
   }
   try {
     wait_for(inverse_root(matrices.narrow(0, 0, 1), p, trial_options, workspace));  // library start-up
-    const auto start = std::chrono::steady_clock::now();
-    auto root = inverse_root(matrices, p, trial_options, workspace);
-    wait_for(root);
-    trial.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    at::Tensor root;
+    for (int run = 0; run < 3 && (run == 0 || trial.milliseconds < kRetimeBelowMs); ++run) {
+      root = at::Tensor();  // its workspace memory is free for the next run
+      const auto start = std::chrono::steady_clock::now();
+      root = inverse_root(matrices, p, trial_options, workspace);
+      wait_for(root);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      trial.milliseconds = run == 0 ? ms : std::min(trial.milliseconds, ms);
+    }
     const bool diverged = (at::isfinite(root).all(-1).all(-1).logical_not() & finite).any().item<bool>();
     if (!diverged) trial.error = weighted_error(root, reference);
   } catch (const c10::Error& error) {
@@ -129,9 +140,15 @@ RootMethodChoice choose_root_method(
   for (auto method : kCandidates) {
     choice.trials.push_back(run_trial(method, matrices, finite, p, options, reference, workspace));
   }
+  double fastest = std::numeric_limits<double>::infinity();
+  for (const auto& trial : choice.trials) {
+    if (trial.meets_accuracy) fastest = std::min(fastest, trial.milliseconds);
+  }
   const RootMethodTrial* best = nullptr;
   for (const auto& trial : choice.trials) {
-    if (trial.meets_accuracy && (best == nullptr || trial.milliseconds < best->milliseconds)) best = &trial;
+    if (trial.meets_accuracy && trial.milliseconds <= kSameSpeed * fastest && (best == nullptr || trial.error < best->error)) {
+      best = &trial;
+    }
   }
   if (best == nullptr) {
     best = &choice.trials.front();

@@ -101,6 +101,10 @@ at::Tensor chebyshev_root(
     const ChebyshevOptions& options,
     Scratch& scratch);
 
+/// The start vectors of (multi-vector) power iteration, (b, v), entries in [-1, 1),
+/// unnormalised: deterministic pseudo-random numbers, the same for every call.
+at::Tensor power_start_vectors(int64_t b, int64_t v, const at::TensorOptions& options);
+
 /// estimate_spectral_scale() (<dash/inverse_root.h>) with its temporaries from `scratch`.
 at::Tensor spectral_scale(const at::Tensor& matrices, const InverseRootOptions& options, Scratch& scratch);
 

