@@ -1,5 +1,9 @@
 #pragma once
 
+#if defined(DASH_LAYER_LINALG) || defined(DASH_LAYER_BLOCKING)
+#error "dash layering: <dash/distributed.h> is the distributed layer's public API; linalg, blocking must not include it (docs/architecture.md)"
+#endif
+
 // Distributed DASH (the "D" of arXiv 2602.02016) over LibTorch's c10d: Gloo on
 // CPU, NCCL on CUDA. Give dash::Dash a DistributedContext and each rank keeps the
 // state of, and computes the update for, its share of the blocks; one all-gather
@@ -13,7 +17,6 @@
 // loop, e.g. with DistributedContext::average); the parameters stay identical.
 
 #include <dash/process_group.h>
-#include <dash/optimizer.h>
 
 #include <ATen/core/Tensor.h>
 #include <torch/arg.h>
@@ -29,6 +32,10 @@ class Store;
 }  // namespace c10d
 
 namespace dash {
+
+/// Element type of the updates distributed DASH exchanges. 16-bit halves the bytes
+/// sent and rounds each update to 8 (bf16) or 11 (fp16) significant bits.
+enum class CommunicationDtype { FP32, BF16, FP16 };
 
 struct DistributedOptions {
   TORCH_ARG(CommunicationDtype, communication_dtype) = CommunicationDtype::FP32;
@@ -83,5 +90,10 @@ std::optional<RankEnvironment> rank_environment();
 /// makes a Gloo group on it.
 c10::intrusive_ptr<ProcessGroup> gloo_process_group_from_environment(const RankEnvironment& environment,
     std::chrono::milliseconds timeout = std::chrono::minutes(5));
+
+/// The name of a communication dtype, and the reverse ("fp32", "bf16", "fp16"),
+/// case-insensitive; an unknown name is a c10::Error listing the valid ones.
+std::string to_string(CommunicationDtype dtype);
+CommunicationDtype parse_communication_dtype(const std::string& name);
 
 }  // namespace dash

@@ -205,4 +205,23 @@ at::Tensor estimate_spectral_scale(
     const at::Tensor& matrices,
     const InverseRootOptions& options = {});
 
+// Names, for command lines, config files and reports: to_string() gives the
+// canonical one; parse_*() is case-insensitive and rejects an unknown name with
+// the list of valid ones (c10::Error).
+std::string to_string(RootMethod method);
+std::string to_string(EigenHeuristic heuristic);
+std::string to_string(Scaling scaling);
+std::string to_string(NewtonDBPolynomial polynomial);
+std::string to_string(MatmulPrecision precision);
+/// "evd", "cn" | "coupled-newton", "ndb" | "newton-db", "chebyshev", "auto".
+RootMethod parse_root_method(const std::string& name);
+/// "shampoo", "abs", "abs-add", "pseudo-inverse".
+EigenHeuristic parse_eigen_heuristic(const std::string& name);
+/// "fro" | "frobenius", "pi" | "power-iteration", "multi-pi" | "multi-power-iteration".
+Scaling parse_scaling(const std::string& name);
+/// "newton-schulz", "minimax3", "minimax5".
+NewtonDBPolynomial parse_newton_db_polynomial(const std::string& name);
+/// "fp32", "fp16", "bf16".
+MatmulPrecision parse_matmul_precision(const std::string& name);
+
 }  // namespace dash

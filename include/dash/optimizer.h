@@ -1,5 +1,9 @@
 #pragma once
 
+#if defined(DASH_LAYER_LINALG) || defined(DASH_LAYER_BLOCKING) || defined(DASH_LAYER_DISTRIBUTED)
+#error "dash layering: <dash/optimizer.h> is the optim layer's public API; linalg, blocking, distributed must not include it (docs/architecture.md)"
+#endif
+
 // dash::Dash — batched block Shampoo (DASH) as a torch::optim::Optimizer: the
 // batched block preconditioning of "DASH: Faster Shampoo via Batched Block
 // Preconditioning and Efficient Inverse-Root Solvers" (arXiv 2602.02016) on top of
@@ -41,11 +45,6 @@ enum class Execution {
   /// shown in diagnostics()). On a CPU both ways give bitwise the same roots.
   Auto,
 };
-
-/// Element type of the updates distributed DASH exchanges (<dash/distributed.h>).
-/// 16-bit halves the bytes sent and rounds each update to 8 (bf16) or 11 (fp16)
-/// significant bits.
-enum class CommunicationDtype { FP32, BF16, FP16 };
 
 /// What a non-finite gradient does. Either way one scalar is read back per step.
 enum class NonFiniteGradients { Error, SkipStep };
@@ -200,5 +199,21 @@ class Dash : public torch::optim::Optimizer {
   std::unique_ptr<Impl> impl_;
   std::shared_ptr<const DistributedContext> distributed_;
 };
+
+// Names, for command lines, config files and reports: to_string() gives the
+// canonical one; parse_*() is case-insensitive and rejects an unknown name with
+// the list of valid ones (c10::Error).
+std::string to_string(GraftingType grafting);
+std::string to_string(Execution execution);
+std::string to_string(OneDimensional treatment);
+std::string to_string(NonFiniteGradients policy);
+/// "adam", "rmsprop", "adagrad", "sgd", "none".
+GraftingType parse_grafting_type(const std::string& name);
+/// "auto", "batched", "sequential".
+Execution parse_execution(const std::string& name);
+/// "adamw", "shampoo-1d".
+OneDimensional parse_one_dimensional(const std::string& name);
+/// "error", "skip-step".
+NonFiniteGradients parse_non_finite_gradients(const std::string& name);
 
 }  // namespace dash

@@ -1,5 +1,9 @@
 #pragma once
 
+#if defined(DASH_LAYER_LINALG) || defined(DASH_LAYER_BLOCKING)
+#error "dash layering: <dash/process_group.h> is the distributed layer's public API; linalg, blocking must not include it (docs/architecture.md)"
+#endif
+
 // dash::ProcessGroup: the c10d class that concrete process groups (ProcessGroupGloo,
 // ProcessGroupNCCL) derive from, so that `c10::make_intrusive<c10d::ProcessGroupGloo>(...)`
 // converts to it on every LibTorch. In 1.x that is c10d::ProcessGroup; in 2.x it is

@@ -4,8 +4,6 @@
 
 #include <dash/root_method_choice.h>
 
-#include <dash/option_names.h>
-
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
