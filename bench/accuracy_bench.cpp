@@ -59,8 +59,7 @@ InverseRootOptions with_effort(InverseRootOptions options, int64_t effort) {
 
 double matmuls(const InverseRootOptions& options, int64_t b, int64_t p) {
   const double bd = static_cast<double>(b);
-  return inverse_root_flops(1, b, p, InverseRootOptions(options).scaling(Scaling::Frobenius)) /
-      (2.0 * bd * bd * bd);
+  return inverse_root_flops(1, b, p, InverseRootOptions(options).scaling(Scaling::Frobenius)) / (2.0 * bd * bd * bd);
 }
 
 struct Reached {
@@ -93,18 +92,18 @@ struct Sweep {
 // the cap (a capped first pass leaves the second pass a wider interval), so the
 // sweep goes on to the end; for the other solvers the first effort that reaches a
 // level is the cheapest, and the sweep stops at 1e-3.
-Sweep sweep(const at::Tensor& input, const at::Tensor& reference, const InverseRootOptions& base, int64_t b,
-    int64_t p, int64_t max_steps, int warmup, int repetitions) {
+Sweep sweep(const at::Tensor& input, const at::Tensor& reference, const InverseRootOptions& base, int64_t b, int64_t p,
+    int64_t max_steps, int warmup, int repetitions) {
   Sweep result;
-  const bool monotone = base.method() != RootMethod::NewtonDB ||
-      base.newton_db_polynomial() == NewtonDBPolynomial::NewtonSchulz;
+  const bool monotone =
+      base.method() != RootMethod::NewtonDB || base.newton_db_polynomial() == NewtonDBPolynomial::NewtonSchulz;
   const double uncapped = matmuls(with_effort(base, max_steps), b, p);
   for (int64_t effort = 1; effort <= max_steps && !(monotone && result.to_1e3); ++effort) {
     const auto options = with_effort(base, effort);
     const double cost = matmuls(options, b, p);
     const double error = testing::max_relative_error(inverse_root(input, p, options).cpu(), reference);
     if (error < result.lowest_error) result.lowest_error = error;  // NaN never is
-    std::optional<double> median_ms;  // timed once, when a level takes this solve
+    std::optional<double> median_ms;                               // timed once, when a level takes this solve
     for (auto [level, reached] : {std::make_pair(1e-2, &result.to_1e2), std::make_pair(1e-3, &result.to_1e3)}) {
       if (error <= level && (!*reached || cost < (*reached)->matmuls)) {
         if (!median_ms) {
@@ -121,14 +120,14 @@ Sweep sweep(const at::Tensor& input, const at::Tensor& reference, const InverseR
 }  // namespace
 
 int run_accuracy_bench(const std::vector<std::string>& args) {
-  Arguments arguments(args, {
-      {"b", integer_option("128", 2, 4096)}, {"count", integer_option("8", 1)}, {"p", integer_option("4", 1, 64)},
-      {"conds", real_list_option("1e2,1e4,1e6", 1, 1e12)},
-      {"methods", "cn,ndb,ndb-minimax3,ndb-minimax5,chebyshev"}, {"scalings", "fro,pi,multi-pi"},
-      {"precisions", "fp32,fp16,bf16"}, {"max-steps", integer_option("30", 1, 200)},
-      {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)}, {"epsilon", real_option("0", 0)},
-      {"device", "cpu"}, {"warmup", integer_option("1", 0)}, {"reps", integer_option("3", 1)},
-      {"seed", integer_option("0", 0)}, {"json", output_file_option()}});
+  Arguments arguments(
+      args, {{"b", integer_option("128", 2, 4096)}, {"count", integer_option("8", 1)},
+                {"p", integer_option("4", 1, 64)}, {"conds", real_list_option("1e2,1e4,1e6", 1, 1e12)},
+                {"methods", "cn,ndb,ndb-minimax3,ndb-minimax5,chebyshev"}, {"scalings", "fro,pi,multi-pi"},
+                {"precisions", "fp32,fp16,bf16"}, {"max-steps", integer_option("30", 1, 200)},
+                {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)}, {"epsilon", real_option("0", 0)},
+                {"device", "cpu"}, {"warmup", integer_option("1", 0)}, {"reps", integer_option("3", 1)},
+                {"seed", integer_option("0", 0)}, {"json", output_file_option()}});
   const int64_t b = arguments.integer("b");
   const int64_t count = arguments.integer("count");
   const int64_t p = arguments.integer("p");
@@ -178,8 +177,8 @@ int run_accuracy_bench(const std::vector<std::string>& args) {
               cell(result.to_1e3).c_str(), scientific(result.lowest_error).c_str());
           std::fflush(stdout);
           report["rows"].push_back({{"condition", condition}, {"method", v.name}, {"scaling", to_string(scaling)},
-              {"precision", to_string(precision)}, {"to_1e-2", to_json(result.to_1e2)}, {"to_1e-3", to_json(result.to_1e3)},
-              {"lowest_error", result.lowest_error}});
+              {"precision", to_string(precision)}, {"to_1e-2", to_json(result.to_1e2)},
+              {"to_1e-3", to_json(result.to_1e3)}, {"lowest_error", result.lowest_error}});
         }
       }
     }

@@ -32,8 +32,8 @@ Value parse_number(const std::string& name, const std::string& text, const char*
 
 void check_range(const std::string& name, double value, const OptionSpec& spec, const std::string& text) {
   if (value < spec.min || value > spec.max) {
-    throw std::invalid_argument("--" + name + " must be in [" + number_text(spec.min) + ", " + number_text(spec.max) +
-        "], got " + text);
+    throw std::invalid_argument(
+        "--" + name + " must be in [" + number_text(spec.min) + ", " + number_text(spec.max) + "], got " + text);
   }
 }
 

@@ -26,10 +26,10 @@ struct OptionSpec {
   double max;
 };
 
-OptionSpec integer_option(const std::string& default_value, double min,
-    double max = std::numeric_limits<double>::infinity());
-OptionSpec real_option(const std::string& default_value, double min,
-    double max = std::numeric_limits<double>::infinity());
+OptionSpec integer_option(
+    const std::string& default_value, double min, double max = std::numeric_limits<double>::infinity());
+OptionSpec real_option(
+    const std::string& default_value, double min, double max = std::numeric_limits<double>::infinity());
 OptionSpec integer_list_option(const std::string& default_value, double min);
 OptionSpec real_list_option(const std::string& default_value, double min, double max);
 /// A file the benchmark writes at the end ("" = none): its folder must exist and be writable.

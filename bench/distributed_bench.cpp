@@ -29,19 +29,21 @@ int run_rank(const Arguments& arguments, const std::optional<RankEnvironment>& e
   if (environment.has_value() && environment->world_size > 1) {
     const auto timeout = std::chrono::minutes(2);
     context = std::make_shared<DistributedContext>(gloo_process_group_from_environment(*environment, timeout),
-        DistributedOptions().communication_dtype(parse_communication_dtype(arguments.text("communication"))).timeout(timeout));
+        DistributedOptions()
+            .communication_dtype(parse_communication_dtype(arguments.text("communication")))
+            .timeout(timeout));
   }
   const bool main_rank = !context || context->rank() == 0;
   const auto model = preset_model(arguments.text("preset"), arguments.integer("layers"));
   // Every rank has the same parameters and gradients, as after a gradient all-reduce.
   auto params = model_parameters(model, at::Device(at::kCPU), 0);
   const auto options = DashOptions(1e-3)
-      .block_size(arguments.integer("block"))
-      .root_frequency(arguments.integer("frequency"))
-      .start_step(1)
-      .root(InverseRootOptions()
-              .method(parse_root_method(arguments.text("method")))
-              .scaling(parse_scaling(arguments.text("scaling"))));
+                           .block_size(arguments.integer("block"))
+                           .root_frequency(arguments.integer("frequency"))
+                           .start_step(1)
+                           .root(InverseRootOptions()
+                                     .method(parse_root_method(arguments.text("method")))
+                                     .scaling(parse_scaling(arguments.text("scaling"))));
   Dash optimizer(params, options, context);
   auto step = [&] {
     optimizer.step();
@@ -58,8 +60,8 @@ int run_rank(const Arguments& arguments, const std::optional<RankEnvironment>& e
   std::cout << "dash-bench distributed: " << model.name << ", B = " << arguments.text("block") << ", "
             << arguments.text("method") << "/" << arguments.text("scaling") << ", f = " << arguments.text("frequency")
             << ", " << ranks << " rank(s), communication " << arguments.text("communication") << "\n"
-            << "  step: mean " << fixed(mean, 1) << " ms, median " << fixed(times[times.size() / 2], 1)
-            << " ms over " << times.size() << " steps (rank 0)\n"
+            << "  step: mean " << fixed(mean, 1) << " ms, median " << fixed(times[times.size() / 2], 1) << " ms over "
+            << times.size() << " steps (rank 0)\n"
             << "  optimizer state on rank 0: " << fixed(static_cast<double>(optimizer.state_bytes()) / 1e6, 2)
             << " MB; all-gather per step per rank: "
             << fixed(static_cast<double>(optimizer.communicated_bytes_per_step()) / 1e6, 2) << " MB\n";
@@ -78,10 +80,11 @@ int run_rank(const Arguments& arguments, const std::optional<RankEnvironment>& e
 }  // namespace
 
 int run_distributed_bench(const std::vector<std::string>& args) {
-  Arguments arguments(args, {{"preset", "llama-tiny"}, {"layers", integer_option("-1", -1)},
-      {"block", integer_option("256", 1)}, {"frequency", integer_option("10", 1)}, {"method", "ndb"},
-      {"scaling", "multi-pi"}, {"communication", "fp32"}, {"nproc", integer_option("1", 1, 64)},
-      {"warmup", integer_option("2", 0)}, {"steps", integer_option("20", 1)}, {"json", ""}});
+  Arguments arguments(
+      args, {{"preset", "llama-tiny"}, {"layers", integer_option("-1", -1)}, {"block", integer_option("256", 1)},
+                {"frequency", integer_option("10", 1)}, {"method", "ndb"}, {"scaling", "multi-pi"},
+                {"communication", "fp32"}, {"nproc", integer_option("1", 1, 64)}, {"warmup", integer_option("2", 0)},
+                {"steps", integer_option("20", 1)}, {"json", ""}});
   // The names, before any rank starts.
   (void)parse_root_method(arguments.text("method"));
   (void)parse_scaling(arguments.text("scaling"));

@@ -23,14 +23,14 @@ ModelShapes llama(const std::string& name, int64_t d, int64_t layers, int64_t hi
   model.shapes.push_back({vocab, d});  // token embedding
   for (int64_t layer = 0; layer < layers; ++layer) {
     for (int i = 0; i < 4; ++i) model.shapes.push_back({d, d});  // q, k, v, o
-    model.shapes.push_back({hidden, d});                          // gate
-    model.shapes.push_back({hidden, d});                          // up
-    model.shapes.push_back({d, hidden});                          // down
-    model.shapes.push_back({d});                                  // attention norm
-    model.shapes.push_back({d});                                  // MLP norm
+    model.shapes.push_back({hidden, d});                         // gate
+    model.shapes.push_back({hidden, d});                         // up
+    model.shapes.push_back({d, hidden});                         // down
+    model.shapes.push_back({d});                                 // attention norm
+    model.shapes.push_back({d});                                 // MLP norm
   }
-  model.shapes.push_back({d});          // final norm
-  model.shapes.push_back({vocab, d});   // output layer (untied)
+  model.shapes.push_back({d});         // final norm
+  model.shapes.push_back({vocab, d});  // output layer (untied)
   return model;
 }
 

@@ -52,8 +52,9 @@ std::vector<Configuration> configurations(const std::vector<std::string>& method
   for (const auto& name : method_names) {
     auto method = parse_root_method(name);
     if (method == RootMethod::Auto) {
-      throw std::invalid_argument("--methods: auto is chosen per factor stack by the optimizer; "
-                                  "dash-bench step --methods auto measures it");
+      throw std::invalid_argument(
+          "--methods: auto is chosen per factor stack by the optimizer; "
+          "dash-bench step --methods auto measures it");
     }
     for (auto precision : precisions) {
       if (method == RootMethod::EVD) {  // EVD uses no spectral scaling
@@ -68,14 +69,13 @@ std::vector<Configuration> configurations(const std::vector<std::string>& method
   return result;
 }
 
-
 }  // namespace
 
 int run_solver_bench(const std::vector<std::string>& args) {
-  Arguments arguments(args, {
-      {"preset", "quick"}, {"device", "cpu"}, {"p", integer_option("4", 1, 64)}, {"cond", real_option("1e3", 1)},
-      {"methods", "evd,cn,ndb,chebyshev"}, {"warmup", integer_option("1", 0)}, {"reps", integer_option("3", 1)},
-      {"json", output_file_option()}, {"epsilon", real_option("1e-10", 0)}, {"seed", integer_option("0", 0)}});
+  Arguments arguments(args,
+      {{"preset", "quick"}, {"device", "cpu"}, {"p", integer_option("4", 1, 64)}, {"cond", real_option("1e3", 1)},
+          {"methods", "evd,cn,ndb,chebyshev"}, {"warmup", integer_option("1", 0)}, {"reps", integer_option("3", 1)},
+          {"json", output_file_option()}, {"epsilon", real_option("1e-10", 0)}, {"seed", integer_option("0", 0)}});
   const auto shapes = preset_shapes(arguments.text("preset"));
   const at::Device device(arguments.text("device"));
   const int64_t p = arguments.integer("p");
@@ -119,8 +119,11 @@ int run_solver_bench(const std::vector<std::string>& args) {
           {"matmul_dtype", dtype}, {"gflops", gflops}});
     }
     for (const auto& config : configs) {
-      auto solver = InverseRootOptions().method(config.method).scaling(config.scaling)
-          .precision(config.precision).epsilon(epsilon);
+      auto solver = InverseRootOptions()
+                        .method(config.method)
+                        .scaling(config.scaling)
+                        .precision(config.precision)
+                        .epsilon(epsilon);
       auto timing = time_it([&] { return inverse_root(input, p, solver); }, warmup, repetitions);
       double error = testing::max_relative_error(inverse_root(input, p, solver).cpu(), reference);
       double gflops = inverse_root_flops(shape.count, shape.b, p, solver) / (timing.median_ms * 1e6);
@@ -133,14 +136,14 @@ int run_solver_bench(const std::vector<std::string>& args) {
           fixed(100.0 * fraction, 1).c_str());
       std::fflush(stdout);
       report["rows"].push_back({{"N", shape.count}, {"b", shape.b}, {"method", to_string(config.method)},
-          {"scaling", uses_scaling ? to_string(config.scaling) : "none"},
-          {"precision", to_string(config.precision)}, {"median_ms", timing.median_ms},
-          {"min_ms", timing.min_ms}, {"max_ms", timing.max_ms}, {"relative_error", error},
-          {"gflops", gflops}, {"ceiling_fraction", fraction}});
+          {"scaling", uses_scaling ? to_string(config.scaling) : "none"}, {"precision", to_string(config.precision)},
+          {"median_ms", timing.median_ms}, {"min_ms", timing.min_ms}, {"max_ms", timing.max_ms},
+          {"relative_error", error}, {"gflops", gflops}, {"ceiling_fraction", fraction}});
       auto& best = fastest_accurate.try_emplace(shape.b, std::numeric_limits<double>::infinity(), "none").first->second;
       if (error <= 1e-3 && timing.median_ms < best.first) {
         best = {timing.median_ms, to_string(config.method) + "/" +
-            (uses_scaling ? to_string(config.scaling) : std::string("-")) + "/" + to_string(config.precision)};
+                                      (uses_scaling ? to_string(config.scaling) : std::string("-")) + "/" +
+                                      to_string(config.precision)};
       }
     }
     std::printf("  matmul ceiling at N=%ld b=%ld: fp32 %.1f, fp16 %.1f, bf16 %.1f GFLOP/s\n",

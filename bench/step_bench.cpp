@@ -38,13 +38,13 @@ struct Configuration {
 struct Measurement {
   double mean_ms = 0.0;  // amortised over the timed steps (f = 10: one root step in ten)
   TimingSummary per_step;
-  double non_root_median_ms = 0.0;  // 0 when every timed step computed roots
-  double root_mean_ms = 0.0;        // 0 when no timed step did
-  double flops = 0.0;               // per step, amortised
-  double factor_flops = 0.0;        // per step: G Gᵀ and Gᵀ G
+  double non_root_median_ms = 0.0;     // 0 when every timed step computed roots
+  double root_mean_ms = 0.0;           // 0 when no timed step did
+  double flops = 0.0;                  // per step, amortised
+  double factor_flops = 0.0;           // per step: G Gᵀ and Gᵀ G
   double preconditioning_flops = 0.0;  // per step: L̄ Ĝ R̄
-  double ceiling_gflops = 0.0;       // bmm ceiling in the roots' precision
-  double fp32_ceiling_gflops = 0.0;  // the non-root matmuls are always float32
+  double ceiling_gflops = 0.0;         // bmm ceiling in the roots' precision
+  double fp32_ceiling_gflops = 0.0;    // the non-root matmuls are always float32
   int64_t state_bytes = 0;
   int64_t workspace_bytes = 0;
   std::map<std::string, double> phases_ms;  // per step, with --profile
@@ -73,9 +73,9 @@ double dash_step_flops(const Dash& optimizer, const DashOptions& options, const 
   double flops = m.factor_flops + m.preconditioning_flops;
   for (const auto& stack : optimizer.diagnostics().factor_stacks) {
     if (stack.root_method == RootMethod::Auto) continue;  // not chosen yet: no root computed
-    flops += inverse_root_flops(stack.count, stack.size, stack.root,
-                 InverseRootOptions(options.root()).method(stack.root_method)) /
-        static_cast<double>(options.root_frequency());
+    flops += inverse_root_flops(
+                 stack.count, stack.size, stack.root, InverseRootOptions(options.root()).method(stack.root_method)) /
+             static_cast<double>(options.root_frequency());
   }
   return flops;
 }
@@ -133,13 +133,14 @@ void step_run(Run& run, bool timed) {
         run.optimizer->step();
         return run.params.back();
       },
-      0, 1).median_ms;
+      0, 1)
+                      .median_ms;
   const int64_t t = ++run.steps_taken;
   if (!timed) return;
   const auto& options = run.config.options;
   // Roots are due at t_start and every f steps after it.
-  const bool root_step = !run.config.adamw && t >= options.start_step() &&
-      (t - options.start_step()) % options.root_frequency() == 0;
+  const bool root_step =
+      !run.config.adamw && t >= options.start_step() && (t - options.start_step()) % options.root_frequency() == 0;
   (root_step ? run.root_times : run.other_times).push_back(ms);
 }
 
@@ -149,10 +150,9 @@ Measurement finish_run(Run& run, const at::Device& device, int steps, bool profi
   Measurement result;
   result.mean_ms = std::accumulate(times.begin(), times.end(), 0.0) / static_cast<double>(times.size());
   result.non_root_median_ms = median(run.other_times);
-  result.root_mean_ms = run.root_times.empty()
-      ? 0.0
-      : std::accumulate(run.root_times.begin(), run.root_times.end(), 0.0) /
-          static_cast<double>(run.root_times.size());
+  result.root_mean_ms = run.root_times.empty() ? 0.0
+                                               : std::accumulate(run.root_times.begin(), run.root_times.end(), 0.0) /
+                                                     static_cast<double>(run.root_times.size());
   std::sort(times.begin(), times.end());
   result.per_step = {times[times.size() / 2], times.front(), times.back()};
   if (run.config.adamw) {
@@ -164,8 +164,8 @@ Measurement finish_run(Run& run, const at::Device& device, int steps, bool profi
   result.flops = dash_step_flops(dash, run.config.options, result);
   const auto precision = run.config.options.root().precision();
   result.ceiling_gflops = stack_ceiling(dash, precision, device);
-  result.fp32_ceiling_gflops = precision == MatmulPrecision::FP32 ? result.ceiling_gflops
-                                                                  : stack_ceiling(dash, MatmulPrecision::FP32, device);
+  result.fp32_ceiling_gflops =
+      precision == MatmulPrecision::FP32 ? result.ceiling_gflops : stack_ceiling(dash, MatmulPrecision::FP32, device);
   result.state_bytes = dash.state_bytes();
   result.workspace_bytes = dash.diagnostics().workspace_bytes;
   const bool auto_method = run.config.options.root().method() == RootMethod::Auto;
@@ -177,14 +177,15 @@ Measurement finish_run(Run& run, const at::Device& device, int steps, bool profi
         choice += " " + to_string(stack.root_method) + " (";
         for (const auto& trial : stack.root_method_trials) {
           choice += (&trial == &stack.root_method_trials.front() ? "" : ", ") + to_string(trial.method) + " " +
-              fixed(trial.milliseconds, 0) + " ms error " + scientific(trial.error);
+                    fixed(trial.milliseconds, 0) + " ms error " + scientific(trial.error);
         }
         choice += ")";
       }
       if (run.config.options.execution() == Execution::Auto) {
-        choice += std::string(" ") + (stack.execution == Execution::Sequential ? "per block" : to_string(stack.execution)) +
-            " (timed: batched " + fixed(stack.calibrated_batched_ms, 0) + " ms, per block " +
-            fixed(stack.calibrated_per_block_ms, 0) + " ms)";
+        choice += std::string(" ") +
+                  (stack.execution == Execution::Sequential ? "per block" : to_string(stack.execution)) +
+                  " (timed: batched " + fixed(stack.calibrated_batched_ms, 0) + " ms, per block " +
+                  fixed(stack.calibrated_per_block_ms, 0) + " ms)";
       }
     }
   }
@@ -196,7 +197,8 @@ Measurement finish_run(Run& run, const at::Device& device, int steps, bool profi
   }
   if (kept + warm_started + recomputed > 0) {  // warm-started eigenbases, over all root computations so far
     result.root_choices += (result.root_choices.empty() ? "" : "; ") + std::string("eigenbases kept ") +
-        std::to_string(kept) + ", warm-started " + std::to_string(warm_started) + ", eigh " + std::to_string(recomputed);
+                           std::to_string(kept) + ", warm-started " + std::to_string(warm_started) + ", eigh " +
+                           std::to_string(recomputed);
   }
   if (profile) {
     dash.profile_phases(true);
@@ -267,9 +269,10 @@ std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Ar
     for (const auto& polynomial_name : arguments.list("ndb-polynomials")) {
       const auto polynomial = parse_newton_db_polynomial(polynomial_name);
       variants.emplace_back(polynomial == NewtonDBPolynomial::NewtonSchulz
-              ? std::string()
-              : " " + to_string(polynomial) + " ℓ=" + arguments.text("minimax-interval-min"),
-          InverseRootOptions(root).newton_db_polynomial(polynomial)
+                                ? std::string()
+                                : " " + to_string(polynomial) + " ℓ=" + arguments.text("minimax-interval-min"),
+          InverseRootOptions(root)
+              .newton_db_polynomial(polynomial)
               .minimax_interval_min(arguments.real("minimax-interval-min")));
     }
   } else {
@@ -283,8 +286,8 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
   std::vector<Configuration> result;
   result.push_back({"adamw", true, base});
   if (arguments.text("baseline") == "1") {
-    auto sequential = DashOptions(base).execution(Execution::Sequential)
-        .root(InverseRootOptions().method(RootMethod::EVD));
+    auto sequential =
+        DashOptions(base).execution(Execution::Sequential).root(InverseRootOptions().method(RootMethod::EVD));
     result.push_back({"sequential evd fp32", false, sequential});
   }
   for (const auto& method_name : arguments.list("methods")) {
@@ -302,7 +305,7 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
             auto options = DashOptions(base).execution(execution).root(
                 InverseRootOptions(root).scaling(scaling).precision(precision));
             result.push_back({to_string(execution) + " " + to_string(method) + variant_label + " " +
-                    (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " + to_string(precision),
+                                  (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " + to_string(precision),
                 false, options});
           }
         }
@@ -324,20 +327,21 @@ void check_configurations(const std::vector<Configuration>& configs) {
 }  // namespace
 
 int run_step_bench(const std::vector<std::string>& args) {
-  Arguments arguments(args, {
-      {"preset", "llama-tiny"}, {"layers", integer_option("-1", -1)}, {"shapes", ""}, {"block", integer_option("256", 1)},
-      {"frequencies", integer_list_option("1,10", 1)}, {"methods", "evd,cn,ndb,chebyshev"},
-      {"scalings", "fro,pi,multi-pi"}, {"precisions", "fp32,fp16,bf16"}, {"baseline", integer_option("1", 0, 1)},
-      {"warmup", integer_option("1", 0)}, {"steps", integer_option("0", 0)}, {"device", "cpu"},
-      {"json", output_file_option()}, {"profile", integer_option("0", 0, 1)}, {"seed", integer_option("0", 0)},
-      {"interleave", integer_option("0", 0, 1)}, {"executions", "batched,auto"},
-      {"eigen-tolerances", real_list_option("0", 0, 1)}, {"ndb-polynomials", "newton-schulz"},
-      {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)}});
+  Arguments arguments(
+      args, {{"preset", "llama-tiny"}, {"layers", integer_option("-1", -1)}, {"shapes", ""},
+                {"block", integer_option("256", 1)}, {"frequencies", integer_list_option("1,10", 1)},
+                {"methods", "evd,cn,ndb,chebyshev"}, {"scalings", "fro,pi,multi-pi"}, {"precisions", "fp32,fp16,bf16"},
+                {"baseline", integer_option("1", 0, 1)}, {"warmup", integer_option("1", 0)},
+                {"steps", integer_option("0", 0)}, {"device", "cpu"}, {"json", output_file_option()},
+                {"profile", integer_option("0", 0, 1)}, {"seed", integer_option("0", 0)},
+                {"interleave", integer_option("0", 0, 1)}, {"executions", "batched,auto"},
+                {"eigen-tolerances", real_list_option("0", 0, 1)}, {"ndb-polynomials", "newton-schulz"},
+                {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)}});
   // Every configuration's names and options, before anything is measured.
   check_configurations(configurations(arguments, 1));
   const auto model = arguments.text("shapes").empty()
-      ? preset_model(arguments.text("preset"), arguments.integer("layers"))
-      : parse_shapes(arguments.text("shapes"));
+                         ? preset_model(arguments.text("preset"), arguments.integer("layers"))
+                         : parse_shapes(arguments.text("shapes"));
   const at::Device device(arguments.text("device"));
   const int warmup = static_cast<int>(arguments.integer("warmup"));
   const bool profile = arguments.text("profile") == "1";
@@ -359,8 +363,8 @@ int run_step_bench(const std::vector<std::string>& args) {
     const int steps = arguments.integer("steps") > 0 ? static_cast<int>(arguments.integer("steps"))
                                                      : static_cast<int>(std::max<int64_t>(frequency, 3));
     std::cout << "\nf = " << frequency << ", " << warmup << " warm-up + " << steps << " timed steps\n";
-    std::printf("%-30s %9s %9s %9s %8s %7s %7s %8s %8s %7s %8s %8s\n", "configuration", "ms/step", "non-root",
-        "root", "floor", "x floor", "x seq", "x adamw", "GFLOP/s", "%ceil", "state MB", "work MB");
+    std::printf("%-30s %9s %9s %9s %8s %7s %7s %8s %8s %7s %8s %8s\n", "configuration", "ms/step", "non-root", "root",
+        "floor", "x floor", "x seq", "x adamw", "GFLOP/s", "%ceil", "state MB", "work MB");
     double adamw_ms = 0.0, sequential_ms = 0.0;
     const auto configs = configurations(arguments, frequency);
     const auto measurements =
@@ -395,16 +399,14 @@ int run_step_bench(const std::vector<std::string>& args) {
             fixed(m.phases_ms["preconditioning"] / preconditioning_floor, 2).c_str());
       }
       std::fflush(stdout);
-      report["rows"].push_back({{"configuration", config.label}, {"frequency", frequency},
-          {"mean_ms", m.mean_ms}, {"median_ms", m.per_step.median_ms}, {"min_ms", m.per_step.min_ms},
-          {"max_ms", m.per_step.max_ms}, {"non_root_median_ms", m.non_root_median_ms},
-          {"root_step_ms", m.root_mean_ms}, {"floor_ms", m.floor_ms()},
+      report["rows"].push_back({{"configuration", config.label}, {"frequency", frequency}, {"mean_ms", m.mean_ms},
+          {"median_ms", m.per_step.median_ms}, {"min_ms", m.per_step.min_ms}, {"max_ms", m.per_step.max_ms},
+          {"non_root_median_ms", m.non_root_median_ms}, {"root_step_ms", m.root_mean_ms}, {"floor_ms", m.floor_ms()},
           {"floor_ratio", m.floor_ms() > 0 && m.non_root_median_ms > 0 ? m.non_root_median_ms / m.floor_ms() : 0.0},
           {"speedup_vs_sequential", sequential_ms > 0 ? sequential_ms / m.mean_ms : 0.0},
-          {"ratio_to_adamw", m.mean_ms / adamw_ms}, {"flops_per_step", m.flops},
-          {"factor_flops", m.factor_flops}, {"preconditioning_flops", m.preconditioning_flops}, {"gflops", gflops},
-          {"ceiling_gflops", m.ceiling_gflops}, {"fp32_ceiling_gflops", m.fp32_ceiling_gflops},
-          {"state_bytes", m.state_bytes},
+          {"ratio_to_adamw", m.mean_ms / adamw_ms}, {"flops_per_step", m.flops}, {"factor_flops", m.factor_flops},
+          {"preconditioning_flops", m.preconditioning_flops}, {"gflops", gflops}, {"ceiling_gflops", m.ceiling_gflops},
+          {"fp32_ceiling_gflops", m.fp32_ceiling_gflops}, {"state_bytes", m.state_bytes},
           {"workspace_bytes", m.workspace_bytes}, {"phases_ms", m.phases_ms}, {"root_choices", m.root_choices}});
     }
   }

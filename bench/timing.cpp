@@ -34,15 +34,18 @@ TimingSummary time_it(const std::function<at::Tensor()>& work, int warmup, int r
 
 at::ScalarType matmul_dtype(MatmulPrecision precision) {
   switch (precision) {
-    case MatmulPrecision::FP16: return at::kHalf;
-    case MatmulPrecision::BF16: return at::kBFloat16;
-    case MatmulPrecision::FP32: break;
+    case MatmulPrecision::FP16:
+      return at::kHalf;
+    case MatmulPrecision::BF16:
+      return at::kBFloat16;
+    case MatmulPrecision::FP32:
+      break;
   }
   return at::kFloat;
 }
 
-double bmm_gflops(int64_t count, int64_t b, at::ScalarType dtype, const at::Device& device, int warmup,
-    int repetitions, std::string* measured_dtype) {
+double bmm_gflops(int64_t count, int64_t b, at::ScalarType dtype, const at::Device& device, int warmup, int repetitions,
+    std::string* measured_dtype) {
   auto x = at::randn({count, b, b}, at::TensorOptions().device(device));
   try {
     (void)at::bmm(x.to(dtype), x.to(dtype));

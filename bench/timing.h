@@ -30,7 +30,7 @@ at::ScalarType matmul_dtype(MatmulPrecision precision);
 /// the ceiling that solver and step throughput are compared with. Where the
 /// backend has no kernel for `dtype` (LibTorch 1.13: no float16 bmm on CPU) it
 /// measures float32 and reports that in `measured_dtype`.
-double bmm_gflops(int64_t count, int64_t b, at::ScalarType dtype, const at::Device& device, int warmup,
-    int repetitions, std::string* measured_dtype = nullptr);
+double bmm_gflops(int64_t count, int64_t b, at::ScalarType dtype, const at::Device& device, int warmup, int repetitions,
+    std::string* measured_dtype = nullptr);
 
 }  // namespace dash::bench

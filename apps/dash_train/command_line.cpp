@@ -16,8 +16,7 @@ std::vector<T> parse_list(const std::string& flag, const std::string& text) {
   while (std::getline(items, item, ',')) {
     const auto value = nlohmann::json::parse(item, nullptr, /*allow_exceptions=*/false);
     TORCH_CHECK(value.is_number() && (!std::is_integral_v<T> || is_int64(value)), "dash-train: ", flag,
-                " expects a comma-separated list of ", std::is_integral_v<T> ? "integers" : "numbers", ", got '",
-                text, "'");
+        " expects a comma-separated list of ", std::is_integral_v<T> ? "integers" : "numbers", ", got '", text, "'");
     values.push_back(value.get<T>());
   }
   TORCH_CHECK(!values.empty(), "dash-train: ", flag, " needs at least one value");
@@ -41,7 +40,7 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
   if (i < arguments.size() && !is_flag(arguments[i])) {
     line.command = arguments[i++];
     TORCH_CHECK(line.command == "train" || line.command == "compare" || line.command == "help",
-                "dash-train: unknown command '", line.command, "'; expected train or compare (see --help)");
+        "dash-train: unknown command '", line.command, "'; expected train or compare (see --help)");
   }
   // (flag name, value) pairs, with "--key=value" split and bare booleans set to true.
   const auto defaults = to_json(TrainConfig{});  // which keys are booleans
@@ -88,7 +87,7 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
   TORCH_CHECK(line.command == "compare" || !compare_only, "dash-train: --runs, --seeds and --lrs belong to 'compare'");
   if (line.command == "compare" && !out_dir_given) line.config.out_dir = "results/compare";
   TORCH_CHECK(line.command != "compare" || line.config.nproc == 1,
-              "dash-train: compare runs in one process; --nproc belongs to 'train'");
+      "dash-train: compare runs in one process; --nproc belongs to 'train'");
   if (line.command != "help") line.config.check();
   return line;
 }

@@ -52,16 +52,16 @@ struct Variant {
 
 std::vector<Variant> variants(const CompareOptions& options) {
   TORCH_CHECK(options.runs.is_array() && !options.runs.empty(),
-              "dash-train compare: the runs must be a non-empty JSON array of objects");
+      "dash-train compare: the runs must be a non-empty JSON array of objects");
   std::vector<Variant> result;
   for (const auto& run : options.runs) {
     TORCH_CHECK(run.is_object() && run.contains("name") && run["name"].is_string(),
-                "dash-train compare: every run needs a \"name\" string, got ", run.dump());
+        "dash-train compare: every run needs a \"name\" string, got ", run.dump());
     auto keys = run;
     keys.erase("name");
     for (const char* shared : {"data", "validation_fraction", "out_dir", "seed", "resume", "stop_at", "nproc"}) {
       TORCH_CHECK(!keys.contains(shared), "dash-train compare: run '", run["name"].get<std::string>(), "' sets '",
-                  shared, "'; it is shared by all runs: set it on the command line or in --config");
+          shared, "'; it is shared by all runs: set it on the command line or in --config");
     }
     if (options.lrs.empty()) {
       TrainConfig probe = options.base;
@@ -99,7 +99,7 @@ std::vector<std::vector<TrainConfig>> checked_configs(const CompareOptions& opti
         TORCH_CHECK(false, "dash-train compare: run '", run.name, "': ", error.what_without_backtrace());
       }
       TORCH_CHECK(folders.insert(config.run_dir()).second, "dash-train compare: two runs would write to '",
-                  config.run_dir(), "'; give each run its own name");
+          config.run_dir(), "'; give each run its own name");
       check_run_folder(config.run_dir(), folder_use(config));
       configs.back().push_back(config);
     }
@@ -118,7 +118,7 @@ struct CurvePoint {
 // seconds): loss against steps, and loss against wall-clock training time, which
 // is how the paper's "same quality in less time" shows.
 void write_plot(const std::string& out_dir, const std::vector<CompareRow>& rows,
-                const std::vector<std::map<int64_t, CurvePoint>>& curves, const std::string& gnuplot) {
+    const std::vector<std::map<int64_t, CurvePoint>>& curves, const std::string& gnuplot) {
   std::ofstream data(out_dir + "/curves.dat");
   std::ofstream script(out_dir + "/validation_loss.gp");
   auto add_plot = [&](const std::string& png, const std::string& x_label, int x_column) {
@@ -172,7 +172,7 @@ std::vector<CompareRow> run_comparison(const CompareOptions& options) {
   options.base.check();
   const auto configs = checked_configs(options, runs);
   const auto corpus = load_text_corpus(options.base.data.empty() ? kDefaultCorpusPath : options.base.data,
-                                       options.base.validation_fraction, options.base.seq_len + 1);
+      options.base.validation_fraction, options.base.seq_len + 1);
   const std::string out_dir = options.base.out_dir;
   std::filesystem::create_directories(out_dir);
 
@@ -220,16 +220,11 @@ std::vector<CompareRow> run_comparison(const CompareOptions& options) {
   write_file_atomically(out_dir + "/summary.md", comparison_table(rows));
   auto summary = nlohmann::json::array();
   for (const auto& row : rows) {
-    summary.push_back({{"name", row.name},
-                       {"lr", row.lr},
-                       {"seeds", row.seeds},
-                       {"validation_loss_mean", row.loss_mean},
-                       {"validation_loss_std", row.loss_std},
-                       {"validation_perplexity_mean", row.perplexity_mean},
-                       {"validation_perplexity_std", row.perplexity_std},
-                       {"optimizer_step_ms", row.optimizer_ms},
-                       {"train_step_ms", row.step_ms},
-                       {"tokens_per_second", row.tokens_per_second}});
+    summary.push_back(
+        {{"name", row.name}, {"lr", row.lr}, {"seeds", row.seeds}, {"validation_loss_mean", row.loss_mean},
+            {"validation_loss_std", row.loss_std}, {"validation_perplexity_mean", row.perplexity_mean},
+            {"validation_perplexity_std", row.perplexity_std}, {"optimizer_step_ms", row.optimizer_ms},
+            {"train_step_ms", row.step_ms}, {"tokens_per_second", row.tokens_per_second}});
   }
   write_file_atomically(out_dir + "/summary.json", summary.dump(2) + "\n");
   write_plot(out_dir, rows, curves, options.plot_gnuplot);

@@ -18,10 +18,10 @@ namespace dash_train {
 nlohmann::json default_comparison_runs();
 
 struct CompareOptions {
-  TrainConfig base;           ///< defaults + --config + command-line keys
-  nlohmann::json runs;        ///< array of {"name": ..., key: value...}
+  TrainConfig base;     ///< defaults + --config + command-line keys
+  nlohmann::json runs;  ///< array of {"name": ..., key: value...}
   std::vector<int64_t> seeds{1};
-  std::vector<double> lrs;    ///< non-empty: every run at every lr (a tuning grid)
+  std::vector<double> lrs;  ///< non-empty: every run at every lr (a tuning grid)
   std::string plot_gnuplot = "gnuplot";
 };
 

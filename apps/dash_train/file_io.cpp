@@ -32,7 +32,8 @@ bool write_all(int fd, const char* data, size_t size) {
 void write_file_atomically(const std::string& path, const std::string& bytes) {
   const auto temporary = path + ".tmp";
   const int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  TORCH_CHECK(fd >= 0, "dash-train: cannot write '", path, "': cannot create '", temporary, "': ", io_error_text(errno));
+  TORCH_CHECK(
+      fd >= 0, "dash-train: cannot write '", path, "': cannot create '", temporary, "': ", io_error_text(errno));
   const bool written = write_all(fd, bytes.data(), bytes.size()) && ::fsync(fd) == 0;
   const int write_error = errno;
   const bool closed = ::close(fd) == 0;  // NFS reports some write errors only here

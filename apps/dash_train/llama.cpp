@@ -37,7 +37,7 @@ void LlamaConfig::check() const {
   TORCH_CHECK(layers >= 1, "model: layers must be ≥ 1, got ", layers);
   TORCH_CHECK(heads >= 1 && dim % heads == 0, "model: heads must be ≥ 1 and divide dim ", dim, ", got ", heads);
   TORCH_CHECK((dim / heads) % 2 == 0, "model: the head width dim / heads = ", dim / heads,
-              " must be even for rotary embeddings");
+      " must be even for rotary embeddings");
   TORCH_CHECK(ffn_hidden >= 0, "model: ffn_hidden must be ≥ 0 (0: 8/3 · dim), got ", ffn_hidden);
   TORCH_CHECK(max_seq_len >= 1, "model: max_seq_len must be ≥ 1, got ", max_seq_len);
   TORCH_CHECK(rope_theta > 1.0, "model: rope_theta must be > 1, got ", rope_theta);
@@ -59,8 +59,8 @@ CausalSelfAttentionImpl::CausalSelfAttentionImpl(const LlamaConfig& config) : he
   wo_ = register_module("wo", linear(config.dim, config.dim));
 }
 
-at::Tensor CausalSelfAttentionImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                                            const at::Tensor& mask) {
+at::Tensor CausalSelfAttentionImpl::forward(
+    const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask) {
   const int64_t batch = x.size(0), length = x.size(1), dim = x.size(2);
   const int64_t head_dim = dim / heads_;
   auto heads = [&](const at::Tensor& projected) {
@@ -90,8 +90,8 @@ DecoderLayerImpl::DecoderLayerImpl(const LlamaConfig& config) {
   mlp_ = register_module("mlp", SwiGLU(config.dim, config.hidden_width()));
 }
 
-at::Tensor DecoderLayerImpl::forward(const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin,
-                                     const at::Tensor& mask) {
+at::Tensor DecoderLayerImpl::forward(
+    const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin, const at::Tensor& mask) {
   const auto h = x + attention_(attention_norm_(x), cos, sin, mask);
   return h + mlp_(mlp_norm_(h));
 }
@@ -132,7 +132,7 @@ at::Tensor LlamaImpl::forward(const at::Tensor& tokens) {
   TORCH_CHECK(tokens.dim() == 2, "Llama: expected (batch, length) token ids, got ", tokens.dim(), " dimensions");
   const int64_t length = tokens.size(1);
   TORCH_CHECK(length >= 1 && length <= config_.max_seq_len, "Llama: sequence length ", length,
-              " is outside [1, max_seq_len = ", config_.max_seq_len, "]");
+      " is outside [1, max_seq_len = ", config_.max_seq_len, "]");
   const auto cos = rope_cos_.narrow(0, 0, length);
   const auto sin = rope_sin_.narrow(0, 0, length);
   const auto mask = causal_mask_.narrow(0, 0, length).narrow(1, 0, length);

@@ -26,12 +26,12 @@ constexpr auto kCollectiveTimeout = std::chrono::minutes(2);
 
 /// This process's ranks: from torchrun-style variables (set by `--nproc` or
 /// torchrun), else a single process.
-std::shared_ptr<const dash::DistributedContext> distributed_context(const dash_train::TrainConfig& config,
-                                                                    const dash::RankEnvironment& environment) {
+std::shared_ptr<const dash::DistributedContext> distributed_context(
+    const dash_train::TrainConfig& config, const dash::RankEnvironment& environment) {
   TORCH_CHECK(config.nproc == 1 || config.nproc == environment.world_size, "dash-train: --nproc ", config.nproc,
-              " conflicts with WORLD_SIZE=", environment.world_size, " from the environment");
+      " conflicts with WORLD_SIZE=", environment.world_size, " from the environment");
   TORCH_CHECK(config.device == "cpu", "dash-train: data-parallel runs use Gloo on CPU; device '", config.device,
-              "' is not supported with several ranks");
+      "' is not supported with several ranks");
   if (environment.world_size == 1) return nullptr;
   auto group = dash::gloo_process_group_from_environment(environment, kCollectiveTimeout);
   const auto options = dash::DistributedOptions()
@@ -54,12 +54,11 @@ int train(const dash_train::TrainConfig& config, const std::vector<std::string>&
   const auto distributed = environment.has_value() ? distributed_context(config, *environment) : nullptr;
   const bool main_process = !distributed || distributed->rank() == 0;
   const auto corpus = dash_train::load_text_corpus(config.data.empty() ? dash_train::kDefaultCorpusPath : config.data,
-                                                   config.validation_fraction, config.seq_len + 1);
+      config.validation_fraction, config.seq_len + 1);
   if (main_process) {
-    std::cerr << "data: " << corpus.train.numel() << " training bytes (" << corpus.train_documents
-              << " documents), " << corpus.validation.numel() << " validation bytes (" << corpus.validation_documents
-              << " documents)" << (distributed ? ", " + std::to_string(distributed->world_size()) + " ranks" : "")
-              << "\n";
+    std::cerr << "data: " << corpus.train.numel() << " training bytes (" << corpus.train_documents << " documents), "
+              << corpus.validation.numel() << " validation bytes (" << corpus.validation_documents << " documents)"
+              << (distributed ? ", " + std::to_string(distributed->world_size()) + " ranks" : "") << "\n";
   }
   dash_train::Trainer trainer(config, corpus, distributed);
   const auto result = trainer.run();

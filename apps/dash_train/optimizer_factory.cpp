@@ -63,8 +63,8 @@ std::unique_ptr<torch::optim::Optimizer> make_dash(const TrainConfig& config, co
 
 }  // namespace
 
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& config, const std::vector<at::Tensor>& params,
-    std::shared_ptr<const dash::DistributedContext> distributed) {
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& config,
+    const std::vector<at::Tensor>& params, std::shared_ptr<const dash::DistributedContext> distributed) {
   config.check();
   return config.optimizer == "dash" ? make_dash(config, params, std::move(distributed)) : make_adamw(config, params);
 }

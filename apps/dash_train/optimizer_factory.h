@@ -19,8 +19,8 @@ namespace dash_train {
 /// statistics, so the two differ only in how matrices are preconditioned.
 /// With a distributed context, DASH splits its blocks over the ranks (AdamW is
 /// replicated: its state is elementwise and its step cheap).
-std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& config, const std::vector<at::Tensor>& params,
-    std::shared_ptr<const dash::DistributedContext> distributed = nullptr);
+std::unique_ptr<torch::optim::Optimizer> make_optimizer(const TrainConfig& config,
+    const std::vector<at::Tensor>& params, std::shared_ptr<const dash::DistributedContext> distributed = nullptr);
 
 /// Learning rate of `step` (0-based): linear warm-up to lr over warmup_steps, then
 /// cosine decay to lr · min_lr_ratio at the last step.

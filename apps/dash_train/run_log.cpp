@@ -76,8 +76,8 @@ void ProgressDisplay::update(int64_t step, double loss, double tokens_per_second
   const int filled = static_cast<int>(kWidth * step / std::max<int64_t>(total_steps_, 1));
   char line[256];
   std::snprintf(line, sizeof line, "step %lld/%lld [%s%s] loss %.4f | %.0f tok/s | ETA %s",
-                static_cast<long long>(step), static_cast<long long>(total_steps_), std::string(filled, '=').c_str(),
-                std::string(kWidth - filled, ' ').c_str(), loss, tokens_per_second, format_duration(seconds_left).c_str());
+      static_cast<long long>(step), static_cast<long long>(total_steps_), std::string(filled, '=').c_str(),
+      std::string(kWidth - filled, ' ').c_str(), loss, tokens_per_second, format_duration(seconds_left).c_str());
   if (terminal_) {
     std::cerr << '\r' << line << "\033[K" << std::flush;
     bar_drawn_ = true;

@@ -17,7 +17,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-
 std::string read_file(const fs::path& file) {
   std::ifstream in(file, std::ios::binary);
   TORCH_CHECK(in, "dash-train: cannot read data file '", file.string(), "'");
@@ -28,8 +27,8 @@ std::string read_file(const fs::path& file) {
 
 void check_split_length(const at::Tensor& tokens, const char* split, const std::string& path, int64_t min_tokens) {
   TORCH_CHECK(tokens.numel() >= min_tokens, "dash-train: the ", split, " split of '", path, "' has ", tokens.numel(),
-              " bytes, fewer than one training window (", min_tokens,
-              "); use more text, a shorter seq_len, or another validation_fraction");
+      " bytes, fewer than one training window (", min_tokens,
+      "); use more text, a shorter seq_len, or another validation_fraction");
 }
 
 TextCorpus split_single_file(const std::string& text, double validation_fraction) {
@@ -64,11 +63,11 @@ TextCorpus split_folder(const fs::path& root, double validation_fraction) {
     }
   }
   TORCH_CHECK(corpus.train_documents + corpus.validation_documents > 0, "dash-train: data folder '", root.string(),
-              "' holds no non-empty file");
-  TORCH_CHECK(corpus.train_documents > 0 && corpus.validation_documents > 0, "dash-train: data folder '",
-              root.string(), "' has ", corpus.train_documents, " training and ", corpus.validation_documents,
-              " validation documents at validation_fraction ", validation_fraction,
-              "; both splits need at least one (use more files or another fraction)");
+      "' holds no non-empty file");
+  TORCH_CHECK(corpus.train_documents > 0 && corpus.validation_documents > 0, "dash-train: data folder '", root.string(),
+      "' has ", corpus.train_documents, " training and ", corpus.validation_documents,
+      " validation documents at validation_fraction ", validation_fraction,
+      "; both splits need at least one (use more files or another fraction)");
   corpus.train = ByteTokenizer::encode(train_text);
   corpus.validation = ByteTokenizer::encode(validation_text);
   return corpus;
@@ -83,16 +82,16 @@ bool is_validation_document(const std::string& relative_path, double validation_
 
 TextCorpus load_text_corpus(const std::string& path, double validation_fraction, int64_t min_split_tokens) {
   TORCH_CHECK(validation_fraction > 0.0 && validation_fraction < 1.0,
-              "dash-train: validation_fraction must be in (0, 1), got ", validation_fraction);
+      "dash-train: validation_fraction must be in (0, 1), got ", validation_fraction);
   std::error_code error;
   const fs::path root(path);
   TORCH_CHECK(fs::exists(root, error), "dash-train: data path '", path,
-              "' does not exist (the default corpus comes with Debian's python3.11-doc: run scripts/setup.sh)");
+      "' does not exist (the default corpus comes with Debian's python3.11-doc: run scripts/setup.sh)");
   // A device (/dev/zero) never ends and a pipe may never be written to: only
   // regular files (directly or in a folder) are read.
   TORCH_CHECK(fs::is_directory(root, error) || fs::is_regular_file(root, error), "dash-train: data path '", path,
-              "' is not a regular file or a folder (a device, pipe or socket cannot be split into train and "
-              "validation text)");
+      "' is not a regular file or a folder (a device, pipe or socket cannot be split into train and "
+      "validation text)");
   TextCorpus corpus;
   if (fs::is_directory(root)) {
     corpus = split_folder(root, validation_fraction);

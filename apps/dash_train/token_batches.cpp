@@ -26,21 +26,21 @@ TokenBatch windows_at(const at::Tensor& tokens, const std::vector<int64_t>& star
 void check_tokens(const at::Tensor& tokens, int64_t batch_size, int64_t seq_len) {
   TORCH_CHECK(tokens.dim() == 1, "token batches: expected a 1-D token tensor, got ", tokens.dim(), " dimensions");
   TORCH_CHECK(batch_size >= 1 && seq_len >= 1, "token batches: batch_size and seq_len must be ≥ 1, got ", batch_size,
-              " and ", seq_len);
+      " and ", seq_len);
   TORCH_CHECK(tokens.numel() >= seq_len + 1, "token batches: ", tokens.numel(),
-              " tokens are fewer than one window of seq_len + 1 = ", seq_len + 1);
+      " tokens are fewer than one window of seq_len + 1 = ", seq_len + 1);
 }
 
 }  // namespace
 
 TokenBatch training_batch(const at::Tensor& tokens, int64_t batch_size, int64_t seq_len, uint64_t seed, int64_t step,
-                          int64_t rank, int64_t world_size) {
+    int64_t rank, int64_t world_size) {
   check_tokens(tokens, batch_size, seq_len);
   TORCH_CHECK(world_size >= 1 && rank >= 0 && rank < world_size, "training_batch: rank ", rank,
-              " is outside world size ", world_size);
+      " is outside world size ", world_size);
   const int64_t shard = tokens.numel() / world_size;
   TORCH_CHECK(shard >= seq_len + 1, "training_batch: ", tokens.numel(), " tokens split over ", world_size,
-              " ranks leave shards shorter than one window (", seq_len + 1, ")");
+      " ranks leave shards shorter than one window (", seq_len + 1, ")");
   const int64_t shard_begin = rank * shard;
   std::mt19937_64 generator(mix(mix(mix(seed) ^ static_cast<uint64_t>(step)) ^ static_cast<uint64_t>(rank)));
   std::uniform_int_distribution<int64_t> start(shard_begin, shard_begin + shard - seq_len - 1);
@@ -49,8 +49,8 @@ TokenBatch training_batch(const at::Tensor& tokens, int64_t batch_size, int64_t 
   return windows_at(tokens, starts, seq_len);
 }
 
-std::vector<TokenBatch> validation_batches(const at::Tensor& tokens, int64_t batch_size, int64_t seq_len,
-                                           int64_t batches) {
+std::vector<TokenBatch> validation_batches(
+    const at::Tensor& tokens, int64_t batch_size, int64_t seq_len, int64_t batches) {
   check_tokens(tokens, batch_size, seq_len);
   TORCH_CHECK(batches >= 1, "validation_batches: batches must be ≥ 1, got ", batches);
   const int64_t windows = batches * batch_size;

@@ -19,11 +19,11 @@ struct TokenBatch {
 /// by a generator seeded from (seed, step, rank). A pure function of its arguments,
 /// so a resumed run sees the same batches as an uninterrupted one.
 TokenBatch training_batch(const at::Tensor& tokens, int64_t batch_size, int64_t seq_len, uint64_t seed, int64_t step,
-                          int64_t rank = 0, int64_t world_size = 1);
+    int64_t rank = 0, int64_t world_size = 1);
 
 /// `batches` batches of windows evenly spaced over `tokens` (deterministic; windows
 /// overlap when the split is shorter than batches · batch_size · seq_len).
-std::vector<TokenBatch> validation_batches(const at::Tensor& tokens, int64_t batch_size, int64_t seq_len,
-                                           int64_t batches);
+std::vector<TokenBatch> validation_batches(
+    const at::Tensor& tokens, int64_t batch_size, int64_t seq_len, int64_t batches);
 
 }  // namespace dash_train

@@ -15,8 +15,8 @@
 namespace dash_train {
 namespace {
 
-using Member = std::variant<std::string TrainConfig::*, double TrainConfig::*, int64_t TrainConfig::*,
-                            bool TrainConfig::*>;
+using Member =
+    std::variant<std::string TrainConfig::*, double TrainConfig::*, int64_t TrainConfig::*, bool TrainConfig::*>;
 
 struct Key {
   const char* name;
@@ -109,7 +109,8 @@ std::string type_name(const nlohmann::json& value) { return value.type_name(); }
 
 bool is_int64(const nlohmann::json& value) {
   constexpr double kTwoTo63 = 9223372036854775808.0;
-  if (value.is_number_unsigned()) return value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  if (value.is_number_unsigned())
+    return value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
   if (value.is_number_integer()) return true;
   if (!value.is_number_float()) return false;
   const double number = value.get<double>();  // 3.0 counts, 3.5 and 1e30 do not
@@ -125,14 +126,14 @@ void assign(TrainConfig& config, const Key& key, const nlohmann::json& value, co
         using Field = std::remove_reference_t<decltype(config.*member)>;
         if constexpr (std::is_same_v<Field, std::string>) {
           TORCH_CHECK(value.is_string(), "dash-train: ", where(), " expects a string, got ", type_name(value), " ",
-                      value.dump());
+              value.dump());
           config.*member = value.get<std::string>();
         } else if constexpr (std::is_same_v<Field, bool>) {
           TORCH_CHECK(value.is_boolean(), "dash-train: ", where(), " expects true or false, got ", value.dump());
           config.*member = value.get<bool>();
         } else if constexpr (std::is_same_v<Field, int64_t>) {
-          TORCH_CHECK(is_int64(value), "dash-train: ", where(), " expects an integer in [-2^63, 2^63), got ",
-                      value.dump());
+          TORCH_CHECK(
+              is_int64(value), "dash-train: ", where(), " expects an integer in [-2^63, 2^63), got ", value.dump());
           config.*member = value.get<int64_t>();
         } else {
           TORCH_CHECK(value.is_number(), "dash-train: ", where(), " expects a number, got ", value.dump());
@@ -167,11 +168,11 @@ LlamaConfig TrainConfig::model() const {
 void TrainConfig::check() const {
   model().check();
   TORCH_CHECK(validation_fraction > 0.0 && validation_fraction < 1.0,
-              "dash-train: 'validation_fraction' must be in (0, 1), got ", validation_fraction);
+      "dash-train: 'validation_fraction' must be in (0, 1), got ", validation_fraction);
   // One path component, so that out_dir/name stays inside out_dir.
   TORCH_CHECK(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
                   name.find('\0') == std::string::npos,
-              "dash-train: 'name' must be a single folder name (not empty, '.' or '..', no '/'), got '", name, "'");
+      "dash-train: 'name' must be a single folder name (not empty, '.' or '..', no '/'), got '", name, "'");
   TORCH_CHECK(!out_dir.empty(), "dash-train: 'out_dir' must not be empty (use '.' for the current folder)");
   TORCH_CHECK(!(resume && overwrite), "dash-train: 'resume' and 'overwrite' exclude each other");
   TORCH_CHECK(steps >= 1, "dash-train: 'steps' must be ≥ 1, got ", steps);
@@ -180,19 +181,19 @@ void TrainConfig::check() const {
   TORCH_CHECK(eval_batches >= 1, "dash-train: 'eval_batches' must be ≥ 1, got ", eval_batches);
   TORCH_CHECK(log_every >= 1, "dash-train: 'log_every' must be ≥ 1, got ", log_every);
   TORCH_CHECK(checkpoint_every >= 0, "dash-train: 'checkpoint_every' must be ≥ 0, got ", checkpoint_every);
-  TORCH_CHECK(stop_at >= 0 && stop_at <= steps, "dash-train: 'stop_at' must be in [0, steps = ", steps, "], got ",
-              stop_at);
+  TORCH_CHECK(
+      stop_at >= 0 && stop_at <= steps, "dash-train: 'stop_at' must be in [0, steps = ", steps, "], got ", stop_at);
   TORCH_CHECK(threads >= 0, "dash-train: 'threads' must be ≥ 0, got ", threads);
   TORCH_CHECK(nproc >= 1 && nproc <= 64, "dash-train: 'nproc' must be in [1, 64], got ", nproc);
   check_name("communication_dtype", communication_dtype, dash::parse_communication_dtype);
   TORCH_CHECK(lr > 0.0, "dash-train: 'lr' must be > 0, got ", lr);
   TORCH_CHECK(warmup_steps >= 0, "dash-train: 'warmup_steps' must be ≥ 0, got ", warmup_steps);
-  TORCH_CHECK(min_lr_ratio >= 0.0 && min_lr_ratio <= 1.0, "dash-train: 'min_lr_ratio' must be in [0, 1], got ",
-              min_lr_ratio);
+  TORCH_CHECK(
+      min_lr_ratio >= 0.0 && min_lr_ratio <= 1.0, "dash-train: 'min_lr_ratio' must be in [0, 1], got ", min_lr_ratio);
   TORCH_CHECK(clip_grad_norm >= 0.0, "dash-train: 'clip_grad_norm' must be ≥ 0 (0: off), got ", clip_grad_norm);
   TORCH_CHECK(weight_decay >= 0.0, "dash-train: 'weight_decay' must be ≥ 0, got ", weight_decay);
   TORCH_CHECK(optimizer == "adamw" || optimizer == "dash", "dash-train: 'optimizer' must be adamw or dash, got '",
-              optimizer, "'");
+      optimizer, "'");
   TORCH_CHECK(beta1 >= 0.0 && beta1 < 1.0, "dash-train: 'beta1' must be in [0, 1), got ", beta1);
   TORCH_CHECK(beta2 >= 0.0 && beta2 < 1.0, "dash-train: 'beta2' must be in [0, 1), got ", beta2);
   TORCH_CHECK(eps > 0.0, "dash-train: 'eps' must be > 0, got ", eps);
@@ -217,8 +218,8 @@ void apply_json(TrainConfig& config, const nlohmann::json& values, const std::st
   TORCH_CHECK(values.is_object(), "dash-train: ", source, " must be a JSON object of keys, got ", type_name(values));
   for (const auto& [name, value] : values.items()) {
     const auto* key = find_key(name);
-    TORCH_CHECK(key != nullptr, "dash-train: unknown key '", name, "' in ", source,
-                " (dash-train --help lists the keys)");
+    TORCH_CHECK(
+        key != nullptr, "dash-train: unknown key '", name, "' in ", source, " (dash-train --help lists the keys)");
     assign(config, *key, value, source);
   }
 }
@@ -251,8 +252,8 @@ std::string config_keys_help() {
     for (auto& c : flag) {
       if (c == '_') c = '-';
     }
-    help << "  " << flag << std::string(flag.size() < 22 ? 22 - flag.size() : 1, ' ') << key.help
-         << " [default " << defaults[key.name].dump() << "]\n";
+    help << "  " << flag << std::string(flag.size() < 22 ? 22 - flag.size() : 1, ' ') << key.help << " [default "
+         << defaults[key.name].dump() << "]\n";
   }
   return help.str();
 }

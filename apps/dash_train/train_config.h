@@ -40,13 +40,13 @@ struct TrainConfig {
   bool resume = false;
   bool overwrite = false;  ///< replace a run already in out_dir/name (without it that is an error)
   bool progress = true;
-  int64_t threads = 0;  ///< intra-op CPU threads; 0: LibTorch's default
-  int64_t nproc = 1;    ///< > 1: launch this many local data-parallel ranks
+  int64_t threads = 0;                       ///< intra-op CPU threads; 0: LibTorch's default
+  int64_t nproc = 1;                         ///< > 1: launch this many local data-parallel ranks
   std::string communication_dtype = "fp32";  ///< distributed DASH's update exchange
   // Schedule and regularisation.
   double lr = 3e-3;
   int64_t warmup_steps = 30;
-  double min_lr_ratio = 0.1;  ///< cosine decays lr to lr · min_lr_ratio
+  double min_lr_ratio = 0.1;    ///< cosine decays lr to lr · min_lr_ratio
   double clip_grad_norm = 1.0;  ///< 0: off
   double weight_decay = 0.0;
   // Optimizer.

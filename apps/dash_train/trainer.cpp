@@ -36,7 +36,7 @@ void wait_for(const at::Device& device) {
 at::Device parse_device(const std::string& name) {
   at::Device device(name);
   TORCH_CHECK(!device.is_cuda() || torch::cuda::is_available(), "dash-train: device '", name,
-              "' asked for, but no CUDA device is available");
+      "' asked for, but no CUDA device is available");
   return device;
 }
 
@@ -54,7 +54,8 @@ std::string number(double value) {
 
 }  // namespace
 
-Trainer::Trainer(TrainConfig config, const TextCorpus& corpus, std::shared_ptr<const dash::DistributedContext> distributed)
+Trainer::Trainer(
+    TrainConfig config, const TextCorpus& corpus, std::shared_ptr<const dash::DistributedContext> distributed)
     : config_(std::move(config)),
       distributed_(std::move(distributed)),
       rank_(distributed_ ? distributed_->rank() : 0),
@@ -64,8 +65,8 @@ Trainer::Trainer(TrainConfig config, const TextCorpus& corpus, std::shared_ptr<c
   if (is_main_process()) folder_ = std::make_unique<RunFolder>(run_dir(), folder_use(config_));
   if (config_.threads > 0) at::set_num_threads(static_cast<int>(config_.threads));
   train_tokens_ = corpus.train.to(device_);
-  validation_batches_ = validation_batches(corpus.validation.to(device_), config_.batch_size, config_.seq_len,
-                                           config_.eval_batches);
+  validation_batches_ =
+      validation_batches(corpus.validation.to(device_), config_.batch_size, config_.seq_len, config_.eval_batches);
   torch::manual_seed(static_cast<uint64_t>(config_.seed));
   model_ = Llama(config_.model());
   model_->to(device_);
@@ -105,8 +106,9 @@ TrainResult Trainer::recorded_result() const {
   std::ifstream in(run_dir() + "/summary.json");
   const auto summary = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   if (summary.is_object()) {
-    for (auto [key, field] : {std::pair{"forward_ms", &result.forward_ms}, std::pair{"backward_ms", &result.backward_ms},
-             std::pair{"optimizer_ms", &result.optimizer_ms}, std::pair{"tokens_per_second", &result.tokens_per_second}}) {
+    for (auto [key, field] : {std::pair{"forward_ms", &result.forward_ms},
+             std::pair{"backward_ms", &result.backward_ms}, std::pair{"optimizer_ms", &result.optimizer_ms},
+             std::pair{"tokens_per_second", &result.tokens_per_second}}) {
       if (summary.contains(key) && summary[key].is_number()) *field = summary[key].get<double>();
     }
   }
@@ -133,14 +135,11 @@ TrainResult Trainer::run() {
   std::unique_ptr<CsvLog> train_log, validation_log;
   if (is_main_process()) {
     write_file_atomically(run_dir() + "/config.json", to_json(config_).dump(2) + "\n");
-    train_log = std::make_unique<CsvLog>(
-        run_dir() + "/train.csv",
+    train_log = std::make_unique<CsvLog>(run_dir() + "/train.csv",
         std::vector<std::string>{"step", "lr", "loss", "tokens_per_s", "forward_ms", "backward_ms", "optimizer_ms"},
         resume_step);
     validation_log = std::make_unique<CsvLog>(run_dir() + "/validation.csv",
-                                              std::vector<std::string>{"step", "tokens", "loss", "perplexity",
-                                                                       "train_seconds"},
-                                              resume_step);
+        std::vector<std::string>{"step", "tokens", "loss", "perplexity", "train_seconds"}, resume_step);
   }
   ProgressDisplay display(config_.steps, config_.log_every, config_.progress && is_main_process());
   if (first_step > 0) display.message("resumed at step " + std::to_string(first_step));
@@ -151,7 +150,7 @@ TrainResult Trainer::run() {
     progress_.validation.push_back({step, step * tokens_per_step, loss, progress_.train_seconds});
     if (validation_log) {
       validation_log->write({std::to_string(step), std::to_string(step * tokens_per_step), number(loss),
-                             number(std::exp(loss)), number(progress_.train_seconds)});
+          number(std::exp(loss)), number(progress_.train_seconds)});
     }
     display.message("step " + std::to_string(step) + ": validation loss " + number(loss) + " (perplexity " +
                     number(std::exp(loss)) + " per byte)");
@@ -165,7 +164,7 @@ TrainResult Trainer::run() {
     const double lr = scheduled_lr(config_, step);
     set_learning_rate(*optimizer_, lr);
     const auto batch = training_batch(train_tokens_, config_.batch_size, config_.seq_len,
-                                      static_cast<uint64_t>(config_.seed), step, rank_, world_size_);
+        static_cast<uint64_t>(config_.seed), step, rank_, world_size_);
 
     auto phase_start = Clock::now();
     const auto loss = loss_of(model_, batch);
@@ -191,7 +190,7 @@ TrainResult Trainer::run() {
 
     const double loss_value = loss.item<double>();
     TORCH_CHECK(std::isfinite(loss_value), "dash-train: the training loss became ", loss_value, " at step ", step + 1,
-                " (lr ", lr, "); lower lr or raise clip/regularisation");
+        " (lr ", lr, "); lower lr or raise clip/regularisation");
     const double step_seconds = elapsed_ms(step_start) / 1000.0;
     progress_.train_seconds += step_seconds;
     step_seconds_ema = step == first_step ? step_seconds : 0.9 * step_seconds_ema + 0.1 * step_seconds;
@@ -204,7 +203,7 @@ TrainResult Trainer::run() {
     const int64_t done = step + 1;
     if (train_log && (done % config_.log_every == 0 || done == last_step)) {
       train_log->write({std::to_string(done), number(lr), number(loss_value), number(tokens_per_second),
-                        number(forward_ms), number(backward_ms), number(optimizer_ms)});
+          number(forward_ms), number(backward_ms), number(optimizer_ms)});
     }
     display.update(done, loss_value, tokens_per_second, step_seconds_ema * static_cast<double>(last_step - done));
     if (done % config_.eval_every == 0 || done == config_.steps) record_validation(done);
@@ -229,21 +228,16 @@ TrainResult Trainer::run() {
     result.optimizer_bytes_per_step = dash_optimizer->communicated_bytes_per_step();
     for (const auto& stack : dash_optimizer->diagnostics().factor_stacks) {
       root_methods["group " + std::to_string(stack.group) + ": " + std::to_string(stack.count) + " of " +
-          std::to_string(stack.size) + "x" + std::to_string(stack.size)] = dash::to_string(stack.root_method);
+                   std::to_string(stack.size) + "x" + std::to_string(stack.size)] = dash::to_string(stack.root_method);
     }
   }
   if (is_main_process()) {
-    nlohmann::json summary = {{"steps", result.steps},
-                              {"finished", result.finished},
-                              {"final_validation_loss", result.final_validation_loss},
-                              {"final_validation_perplexity", std::exp(result.final_validation_loss)},
-                              {"forward_ms", result.forward_ms},
-                              {"backward_ms", result.backward_ms},
-                              {"optimizer_ms", result.optimizer_ms},
-                              {"tokens_per_second", result.tokens_per_second},
-                              {"world_size", world_size_},
-                              {"optimizer_bytes_per_step", result.optimizer_bytes_per_step},
-                              {"root_methods", root_methods}};
+    nlohmann::json summary = {{"steps", result.steps}, {"finished", result.finished},
+        {"final_validation_loss", result.final_validation_loss},
+        {"final_validation_perplexity", std::exp(result.final_validation_loss)}, {"forward_ms", result.forward_ms},
+        {"backward_ms", result.backward_ms}, {"optimizer_ms", result.optimizer_ms},
+        {"tokens_per_second", result.tokens_per_second}, {"world_size", world_size_},
+        {"optimizer_bytes_per_step", result.optimizer_bytes_per_step}, {"root_methods", root_methods}};
     write_file_atomically(run_dir() + "/summary.json", summary.dump(2) + "\n");
   }
   return result;

@@ -22,15 +22,15 @@
 namespace dash_train {
 
 struct TrainResult {
-  int64_t steps = 0;        ///< steps completed (== config.steps unless stopped by stop_at)
-  bool finished = false;    ///< reached config.steps
+  int64_t steps = 0;      ///< steps completed (== config.steps unless stopped by stop_at)
+  bool finished = false;  ///< reached config.steps
   double final_validation_loss = 0.0;
   std::vector<ValidationPoint> validation;
   // Means over the steps this process ran (after a resume: since the resume).
   double forward_ms = 0.0;
-  double backward_ms = 0.0;   ///< backward + gradient averaging + clipping
-  double optimizer_ms = 0.0;  ///< optimizer.step()
-  double tokens_per_second = 0.0;  ///< all ranks together
+  double backward_ms = 0.0;              ///< backward + gradient averaging + clipping
+  double optimizer_ms = 0.0;             ///< optimizer.step()
+  double tokens_per_second = 0.0;        ///< all ranks together
   int64_t optimizer_bytes_per_step = 0;  ///< distributed DASH's all-gather, this rank
 };
 

@@ -54,7 +54,7 @@ std::vector<ValidationPoint> validation_points(const at::Tensor& table) {
 // "checksum", their FNV-1a. The archive format itself does not verify its entries'
 // contents, so without it overwritten bytes loaded silently.
 void save_training_checkpoint(const std::string& path, const TrainConfig& config, const CheckpointProgress& progress,
-                              torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+    torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
   torch::serialize::OutputArchive archive;
   archive.write("config", c10::IValue(compatibility_values(config).dump()));
   archive.write("step", c10::IValue(progress.step));
@@ -71,7 +71,8 @@ void save_training_checkpoint(const std::string& path, const TrainConfig& config
   const auto bytes = payload.str();
 
   torch::serialize::OutputArchive file;
-  file.write(kPayloadKey, at::from_blob(const_cast<char*>(bytes.data()), {static_cast<int64_t>(bytes.size())}, at::kByte));
+  file.write(
+      kPayloadKey, at::from_blob(const_cast<char*>(bytes.data()), {static_cast<int64_t>(bytes.size())}, at::kByte));
   file.write(kChecksumKey, c10::IValue(static_cast<int64_t>(fnv1a(bytes))));
   std::ostringstream contents;
   file.save_to(contents);
@@ -80,8 +81,8 @@ void save_training_checkpoint(const std::string& path, const TrainConfig& config
   write_file_atomically(path, contents.str());
 }
 
-CheckpointProgress load_training_checkpoint(const std::string& path, const TrainConfig& config,
-                                            torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+CheckpointProgress load_training_checkpoint(
+    const std::string& path, const TrainConfig& config, torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
   TORCH_CHECK(std::filesystem::exists(path), "dash-train: --resume: no checkpoint at '", path, "'");
   const auto parameters = model.parameters();
   const auto device = parameters.empty() ? at::Device(at::kCPU) : parameters.front().device();
@@ -116,9 +117,9 @@ CheckpointProgress load_training_checkpoint(const std::string& path, const Train
   const auto saved = nlohmann::json::parse(saved_config.toStringRef());
   const auto current = compatibility_values(config);
   for (const auto& [key, value] : current.items()) {
-    TORCH_CHECK(saved.contains(key) && saved[key] == value, "dash-train: checkpoint '", path, "' was written with ", key,
-                " = ", saved.contains(key) ? saved[key].dump() : "(absent)", ", this run has ", value.dump(),
-                "; resume with the same value or start a new run");
+    TORCH_CHECK(saved.contains(key) && saved[key] == value, "dash-train: checkpoint '", path, "' was written with ",
+        key, " = ", saved.contains(key) ? saved[key].dump() : "(absent)", ", this run has ", value.dump(),
+        "; resume with the same value or start a new run");
   }
   c10::IValue step;
   archive.read("step", step);

@@ -16,13 +16,13 @@ namespace dash_train {
 
 struct ValidationPoint {
   int64_t step = 0;
-  int64_t tokens = 0;  ///< training tokens seen, all ranks
-  double loss = 0.0;   ///< mean cross-entropy, nats per byte
+  int64_t tokens = 0;          ///< training tokens seen, all ranks
+  double loss = 0.0;           ///< mean cross-entropy, nats per byte
   double train_seconds = 0.0;  ///< wall-clock time of the training steps so far (not validation, not checkpoints)
 };
 
 struct CheckpointProgress {
-  int64_t step = 0;  ///< steps completed
+  int64_t step = 0;            ///< steps completed
   double train_seconds = 0.0;  ///< wall-clock time of those steps
   std::vector<ValidationPoint> validation;
 };
@@ -31,12 +31,12 @@ struct CheckpointProgress {
 /// crash or a full disk leaves the previous checkpoint intact; the file carries a
 /// checksum of its contents.
 void save_training_checkpoint(const std::string& path, const TrainConfig& config, const CheckpointProgress& progress,
-                              torch::nn::Module& model, torch::optim::Optimizer& optimizer);
+    torch::nn::Module& model, torch::optim::Optimizer& optimizer);
 
 /// Restores model and optimizer. Fails on a checksum mismatch (a corrupt file), or
 /// naming the first key of checkpoint_compatibility_keys() whose value differs
 /// from `config`.
-CheckpointProgress load_training_checkpoint(const std::string& path, const TrainConfig& config,
-                                            torch::nn::Module& model, torch::optim::Optimizer& optimizer);
+CheckpointProgress load_training_checkpoint(
+    const std::string& path, const TrainConfig& config, torch::nn::Module& model, torch::optim::Optimizer& optimizer);
 
 }  // namespace dash_train

@@ -24,8 +24,8 @@ namespace {
 
 std::vector<std::string> environment_for(int64_t rank, int64_t nproc, int64_t port) {
   std::vector<std::string> variables;
-  const std::vector<std::string> overridden = {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "MASTER_ADDR=", "MASTER_PORT=",
-      "TORCHELASTIC_USE_AGENT_STORE="};
+  const std::vector<std::string> overridden = {
+      "RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "MASTER_ADDR=", "MASTER_PORT=", "TORCHELASTIC_USE_AGENT_STORE="};
   for (char** entry = environ; *entry != nullptr; ++entry) {
     const std::string text(*entry);
     bool keep = true;

@@ -1,7 +1,7 @@
 #pragma once
 
 #if defined(DASH_LAYER_LINALG) || defined(DASH_LAYER_BLOCKING)
-#error "dash layering: <dash/distributed.h> is the distributed layer's public API; linalg, blocking must not include it (docs/architecture.md)"
+#error "dash layering: <dash/distributed.h> belongs to the distributed layer (docs/architecture.md)"
 #endif
 
 // Distributed DASH (the "D" of arXiv 2602.02016) over LibTorch's c10d: Gloo on
@@ -88,8 +88,8 @@ std::optional<RankEnvironment> rank_environment();
 
 /// Connects to (or, as rank 0, hosts) the TCPStore at MASTER_ADDR:MASTER_PORT and
 /// makes a Gloo group on it.
-c10::intrusive_ptr<ProcessGroup> gloo_process_group_from_environment(const RankEnvironment& environment,
-    std::chrono::milliseconds timeout = std::chrono::minutes(5));
+c10::intrusive_ptr<ProcessGroup> gloo_process_group_from_environment(
+    const RankEnvironment& environment, std::chrono::milliseconds timeout = std::chrono::minutes(5));
 
 /// The name of a communication dtype, and the reverse ("fp32", "bf16", "fp16"),
 /// case-insensitive; an unknown name is a c10::Error listing the valid ones.

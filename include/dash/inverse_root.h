@@ -123,10 +123,7 @@ struct InverseRootOptions {
 /// Non-finite input: a matrix with a NaN or Inf entry yields an all-NaN root, and
 /// `finite` is false for it in inverse_root_with_diagnostics; the other matrices of
 /// the stack are unaffected. No error is raised, so a stack never needs a host sync.
-at::Tensor inverse_root(
-    const at::Tensor& matrices,
-    int64_t p,
-    const InverseRootOptions& options = {});
+at::Tensor inverse_root(const at::Tensor& matrices, int64_t p, const InverseRootOptions& options = {});
 
 /// Memory that inverse_root() reuses from one call to the next: the iterative
 /// solvers' stack-sized temporaries (a few (N, b, b) tensors) and 16-bit staging.
@@ -155,10 +152,7 @@ class InverseRootWorkspace {
 /// live in the workspace's memory: it is never handed out again while any tensor
 /// refers to it, and becomes reusable once the caller drops it.
 at::Tensor inverse_root(
-    const at::Tensor& matrices,
-    int64_t p,
-    const InverseRootOptions& options,
-    InverseRootWorkspace& workspace);
+    const at::Tensor& matrices, int64_t p, const InverseRootOptions& options, InverseRootWorkspace& workspace);
 
 /// Eigenvectors kept from one EVD root computation to the next, for matrices that
 /// change little in between (a Shampoo factor between two root steps): the warm
@@ -175,12 +169,8 @@ struct Eigenbasis {
 /// RootMethod::EVD with options.eigen_refresh_tolerance() > 0, warm-started from
 /// (and updating) `basis`. Takes a few host read-backs (which matrices need what).
 /// With a tolerance of 0 it is inverse_root() plus the basis.
-at::Tensor inverse_root(
-    const at::Tensor& matrices,
-    int64_t p,
-    const InverseRootOptions& options,
-    InverseRootWorkspace& workspace,
-    Eigenbasis& basis);
+at::Tensor inverse_root(const at::Tensor& matrices, int64_t p, const InverseRootOptions& options,
+    InverseRootWorkspace& workspace, Eigenbasis& basis);
 
 /// Per-matrix quality figures, computed on the device (no host sync).
 struct InverseRootResult {
@@ -190,9 +180,7 @@ struct InverseRootResult {
 };
 
 InverseRootResult inverse_root_with_diagnostics(
-    const at::Tensor& matrices,
-    int64_t p,
-    const InverseRootOptions& options = {});
+    const at::Tensor& matrices, int64_t p, const InverseRootOptions& options = {});
 
 /// Throws a c10::Error naming the first out-of-range option, or a root p the
 /// method cannot compute; inverse_root() runs this check itself.
@@ -201,9 +189,7 @@ void check_inverse_root_options(int64_t p, const InverseRootOptions& options);
 /// Scale s with s ≥ λ_max(A) (up to the power-iteration estimate) for each matrix,
 /// shape (N, 1, 1) (or (1, 1) for 2-D input), by the options' scaling method.
 /// Used as-is (epsilon is not added here).
-at::Tensor estimate_spectral_scale(
-    const at::Tensor& matrices,
-    const InverseRootOptions& options = {});
+at::Tensor estimate_spectral_scale(const at::Tensor& matrices, const InverseRootOptions& options = {});
 
 // Names, for command lines, config files and reports: to_string() gives the
 // canonical one; parse_*() is case-insensitive and rejects an unknown name with

@@ -1,7 +1,7 @@
 #pragma once
 
 #if defined(DASH_LAYER_LINALG) || defined(DASH_LAYER_BLOCKING) || defined(DASH_LAYER_DISTRIBUTED)
-#error "dash layering: <dash/optimizer.h> is the optim layer's public API; linalg, blocking, distributed must not include it (docs/architecture.md)"
+#error "dash layering: <dash/optimizer.h> belongs to the optim layer (docs/architecture.md)"
 #endif
 
 // dash::Dash — batched block Shampoo (DASH) as a torch::optim::Optimizer: the

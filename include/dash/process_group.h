@@ -1,7 +1,7 @@
 #pragma once
 
 #if defined(DASH_LAYER_LINALG) || defined(DASH_LAYER_BLOCKING)
-#error "dash layering: <dash/process_group.h> is the distributed layer's public API; linalg, blocking must not include it (docs/architecture.md)"
+#error "dash layering: <dash/process_group.h> belongs to the distributed layer (docs/architecture.md)"
 #endif
 
 // dash::ProcessGroup: the c10d class that concrete process groups (ProcessGroupGloo,

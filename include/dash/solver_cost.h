@@ -13,10 +13,6 @@ namespace dash {
 /// matmuls at 2·m·n·k; elementwise work is left out. EVD uses the textbook
 /// 9·b³ for a symmetric eigendecomposition with vectors, plus the reconstruction.
 /// Iterative solvers count their fixed steps (an early stop does fewer).
-double inverse_root_flops(
-    int64_t count,
-    int64_t b,
-    int64_t p,
-    const InverseRootOptions& options = {});
+double inverse_root_flops(int64_t count, int64_t b, int64_t p, const InverseRootOptions& options = {});
 
 }  // namespace dash

@@ -13,14 +13,14 @@ bool same_block_shape(const BlockRegion& region, const Block& block) {
 // The next block of a one-row region: same parameter and row, just to the right.
 bool extends_run(const BlockRegion& run, int64_t param, const Block& block) {
   return run.param == param && run.grid_rows == 1 && same_block_shape(run, block) && block.row == run.row &&
-      block.col == run.col + run.grid_cols * run.block_cols;
+         block.col == run.col + run.grid_cols * run.block_cols;
 }
 
 // `run` (one row) lies directly below `region` and spans the same columns.
 bool extends_downwards(const BlockRegion& region, const BlockRegion& run) {
   return region.param == run.param && region.block_rows == run.block_rows && region.block_cols == run.block_cols &&
-      region.col == run.col && region.grid_cols == run.grid_cols &&
-      run.row == region.row + region.grid_rows * region.block_rows;
+         region.col == run.col && region.grid_cols == run.grid_cols &&
+         run.row == region.row + region.grid_rows * region.block_rows;
 }
 
 }  // namespace

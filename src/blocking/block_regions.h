@@ -17,9 +17,9 @@
 namespace dash::blocking {
 
 struct BlockRegion {
-  int64_t param = 0;       ///< parameter index
-  int64_t first = 0;       ///< first block of the region in the stack
-  int64_t row = 0;         ///< top-left element in the parameter's matrix view
+  int64_t param = 0;  ///< parameter index
+  int64_t first = 0;  ///< first block of the region in the stack
+  int64_t row = 0;    ///< top-left element in the parameter's matrix view
   int64_t col = 0;
   int64_t grid_rows = 0;   ///< blocks down
   int64_t grid_cols = 0;   ///< blocks across

@@ -14,15 +14,16 @@ void place_parameters(StackPlan& plan, const std::vector<std::vector<int64_t>>& 
     const std::vector<int64_t>& groups, const std::vector<GroupBlocking>& blocking) {
   plan.parameters.resize(shapes.size());
   for (size_t i = 0; i < shapes.size(); ++i) {
-    TORCH_CHECK(groups[i] >= 0 && groups[i] < static_cast<int64_t>(blocking.size()),
-        "dash: parameter ", i, " refers to group ", groups[i], " of ", blocking.size());
+    TORCH_CHECK(groups[i] >= 0 && groups[i] < static_cast<int64_t>(blocking.size()), "dash: parameter ", i,
+        " refers to group ", groups[i], " of ", blocking.size());
     auto& slot = plan.parameters[i];
     slot.group = groups[i];
     slot.view = matrix_view(shapes[i]);
     slot.numel = 1;
     for (auto size : shapes[i]) slot.numel *= size;
-    slot.preconditioned = slot.numel > 0 && (slot.view.kind == ParameterKind::Matrix ||
-        (slot.view.kind == ParameterKind::Vector && blocking[slot.group].shampoo_1d));
+    slot.preconditioned =
+        slot.numel > 0 && (slot.view.kind == ParameterKind::Matrix ||
+                              (slot.view.kind == ParameterKind::Vector && blocking[slot.group].shampoo_1d));
   }
   for (int64_t group = 0; group < static_cast<int64_t>(blocking.size()); ++group) {
     for (bool preconditioned : {true, false}) {
@@ -93,9 +94,7 @@ void stack_factors(StackPlan& plan, const std::vector<GroupBlocking>& blocking) 
 
 }  // namespace
 
-StackPlan plan_stacks(
-    const std::vector<std::vector<int64_t>>& shapes,
-    const std::vector<int64_t>& groups,
+StackPlan plan_stacks(const std::vector<std::vector<int64_t>>& shapes, const std::vector<int64_t>& groups,
     const std::vector<GroupBlocking>& blocking) {
   TORCH_CHECK(shapes.size() == groups.size(), "dash: ", shapes.size(), " shapes but ", groups.size(), " groups");
   StackPlan plan;
@@ -128,8 +127,8 @@ StackPlan restrict_plan(const StackPlan& plan, const std::vector<std::vector<boo
   part.flat_numel = plan.flat_numel;
   for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
     const auto& stack = plan.gradient_stacks[s];
-    TORCH_CHECK(static_cast<int64_t>(keep_blocks[s].size()) == stack.count(),
-        "dash: restrict_plan: stack ", s, " has ", stack.count(), " blocks, got ", keep_blocks[s].size(), " flags");
+    TORCH_CHECK(static_cast<int64_t>(keep_blocks[s].size()) == stack.count(), "dash: restrict_plan: stack ", s, " has ",
+        stack.count(), " blocks, got ", keep_blocks[s].size(), " flags");
     GradientStack kept;
     kept.group = stack.group;
     kept.rows = stack.rows;

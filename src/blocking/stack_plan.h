@@ -72,9 +72,7 @@ struct StackPlan {
 };
 
 /// `shapes[i]` and `groups[i]` describe parameter i; `blocking[g]` group g.
-StackPlan plan_stacks(
-    const std::vector<std::vector<int64_t>>& shapes,
-    const std::vector<int64_t>& groups,
+StackPlan plan_stacks(const std::vector<std::vector<int64_t>>& shapes, const std::vector<int64_t>& groups,
     const std::vector<GroupBlocking>& blocking);
 
 /// The flat-buffer positions of block `block` of `stack`, row-major within the block.

@@ -57,8 +57,8 @@ void DistributedContext::check_same_on_all_ranks(
         " failed (a rank exited or hung?): ", error.what());
   }
   const auto extremes = buffer[0].cpu();
-  TORCH_CHECK(extremes[0].item<int64_t>() == -extremes[1].item<int64_t>(), "dash: rank ", rank(), " of ",
-      world_size(), ": the ranks disagree about the ", what,
+  TORCH_CHECK(extremes[0].item<int64_t>() == -extremes[1].item<int64_t>(), "dash: rank ", rank(), " of ", world_size(),
+      ": the ranks disagree about the ", what,
       "; distributed DASH needs the same parameters and options on every rank. This rank has:\n", description);
 }
 

@@ -48,13 +48,13 @@ bool is_loopback(const std::string& address) {
 
 c10::intrusive_ptr<ProcessGroup> make_gloo_process_group(const c10::intrusive_ptr<c10d::Store>& store, int64_t rank,
     int64_t world_size, std::chrono::milliseconds timeout, const std::string& hostname) {
-  TORCH_CHECK(world_size >= 1 && rank >= 0 && rank < world_size, "dash: rank ", rank, " is outside world size ",
-      world_size);
+  TORCH_CHECK(
+      world_size >= 1 && rank >= 0 && rank < world_size, "dash: rank ", rank, " is outside world size ", world_size);
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   options->devices.push_back(hostname.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
                                               : c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, static_cast<int>(rank), static_cast<int>(world_size),
-      options);
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(
+      store, static_cast<int>(rank), static_cast<int>(world_size), options);
 }
 
 std::optional<RankEnvironment> rank_environment() {
@@ -71,8 +71,8 @@ std::optional<RankEnvironment> rank_environment() {
   return environment;
 }
 
-c10::intrusive_ptr<ProcessGroup> gloo_process_group_from_environment(const RankEnvironment& environment,
-    std::chrono::milliseconds timeout) {
+c10::intrusive_ptr<ProcessGroup> gloo_process_group_from_environment(
+    const RankEnvironment& environment, std::chrono::milliseconds timeout) {
   c10d::TCPStoreOptions options;
   options.port = static_cast<uint16_t>(environment.master_port);
   options.isServer = environment.rank == 0 && !environment.store_hosted_by_launcher;

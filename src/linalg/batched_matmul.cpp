@@ -55,22 +55,14 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision prec
   return out;
 }
 
-at::Tensor& matmul_add_(
-    at::Tensor& c,
-    const at::Tensor& a,
-    const at::Tensor& b,
-    double beta,
-    double alpha,
-    MatmulPrecision precision,
-    Scratch& scratch) {
+at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double beta, double alpha,
+    MatmulPrecision precision, Scratch& scratch) {
   if (precision == MatmulPrecision::FP32) return c.baddbmm_(a, b, beta, alpha);
   auto product = matmul(a, b, precision, scratch);
   if (beta != 1.0) c.mul_(beta);
   return c.add_(product, alpha);
 }
 
-at::Tensor identity_like(const at::Tensor& like) {
-  return at::eye(like.size(-1), like.options());
-}
+at::Tensor identity_like(const at::Tensor& like) { return at::eye(like.size(-1), like.options()); }
 
 }  // namespace dash::linalg

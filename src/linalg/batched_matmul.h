@@ -20,14 +20,8 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision prec
 /// mode this is one in-place baddbmm (an out= baddbmm with a broadcast c would
 /// allocate an expanded copy of c per call); in 16-bit modes the sum is taken in
 /// the iterate dtype so that the iterates keep full precision.
-at::Tensor& matmul_add_(
-    at::Tensor& c,
-    const at::Tensor& a,
-    const at::Tensor& b,
-    double beta,
-    double alpha,
-    MatmulPrecision precision,
-    Scratch& scratch);
+at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double beta, double alpha,
+    MatmulPrecision precision, Scratch& scratch);
 
 /// Identity (b, b) with the dtype and device of `like`; broadcasts over a stack.
 at::Tensor identity_like(const at::Tensor& like);

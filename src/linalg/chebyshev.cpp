@@ -28,8 +28,8 @@ at::Tensor chebyshev_coefficients(const at::Tensor& lower, int64_t degree, int64
   const int64_t points = degree + 1;
   auto options = lower.options();
   auto theta = (at::arange(points, options) + 0.5) * (c10::pi<double> / static_cast<double>(points));
-  auto nodes = at::cos(theta);                                            // (d+1,) in (−1, 1)
-  auto x = lower + (1.0 - lower) * (nodes + 1.0) * 0.5;                   // (N, d+1)
+  auto nodes = at::cos(theta);                           // (d+1,) in (−1, 1)
+  auto x = lower + (1.0 - lower) * (nodes + 1.0) * 0.5;  // (N, d+1)
   auto values = x.pow(-1.0 / static_cast<double>(p));
   auto cosines = at::cos(at::outer(theta, at::arange(points, options)));  // [j, k] = cos(k θ_j)
   auto coefficients = at::matmul(values, cosines) * (2.0 / static_cast<double>(points));
@@ -39,12 +39,8 @@ at::Tensor chebyshev_coefficients(const at::Tensor& lower, int64_t degree, int64
 
 }  // namespace
 
-at::Tensor chebyshev_root(
-    const at::Tensor& normalized,
-    const at::Tensor& epsilon,
-    int64_t p,
-    const ChebyshevOptions& options,
-    Scratch& scratch) {
+at::Tensor chebyshev_root(const at::Tensor& normalized, const at::Tensor& epsilon, int64_t p,
+    const ChebyshevOptions& options, Scratch& scratch) {
   const int64_t degree = options.degree;
   const auto precision = options.precision;
   const auto identity = identity_like(normalized);

@@ -43,7 +43,8 @@ at::Tensor scaled(const at::Tensor& t, double c, Scratch& scratch) {
 
 }  // namespace
 
-at::Tensor coupled_newton_root(const at::Tensor& normalized, int64_t p, const NewtonOptions& options, Scratch& scratch) {
+at::Tensor coupled_newton_root(
+    const at::Tensor& normalized, int64_t p, const NewtonOptions& options, Scratch& scratch) {
   const double pd = static_cast<double>(p);
   const double z = (pd + 1.0) / 2.0;
   const auto identity = identity_like(normalized);

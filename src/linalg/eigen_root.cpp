@@ -24,8 +24,8 @@ std::tuple<at::Tensor, at::Tensor> batched_eigh(const at::Tensor& a) {
       auto [values, vectors] = at::linalg_eigh(a.to(at::kDouble));
       return {values.to(a.scalar_type()), vectors.to(a.scalar_type())};
     } catch (const c10::Error& second_failure) {
-      TORCH_CHECK(false, "dash::inverse_root: eigh failed in float32 and in float64: ",
-          second_failure.what_without_backtrace());
+      TORCH_CHECK(false,
+          "dash::inverse_root: eigh failed in float32 and in float64: ", second_failure.what_without_backtrace());
     }
   }
 }
@@ -49,8 +49,7 @@ at::Tensor repaired_inverse_power(
       auto kept = values > epsilon;
       // Only kept eigenvalues are inverted; the others are replaced by 1 first so
       // that no Inf is ever formed (an Inf times a zero weight would be NaN).
-      return at::where(kept, at::where(kept, values, at::ones_like(values)).pow(exponent),
-          at::zeros_like(values));
+      return at::where(kept, at::where(kept, values, at::ones_like(values)).pow(exponent), at::zeros_like(values));
     }
   }
   TORCH_CHECK(false, "dash::inverse_root: unknown eigen heuristic");
@@ -65,13 +64,8 @@ at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vect
   return matmul(vectors * weights.unsqueeze(1), vectors.transpose(1, 2), precision, scratch);
 }
 
-at::Tensor eigen_root(
-    const at::Tensor& normalized,
-    const at::Tensor& epsilon,
-    int64_t p,
-    EigenHeuristic heuristic,
-    MatmulPrecision precision,
-    Scratch& scratch) {
+at::Tensor eigen_root(const at::Tensor& normalized, const at::Tensor& epsilon, int64_t p, EigenHeuristic heuristic,
+    MatmulPrecision precision, Scratch& scratch) {
   auto [values, vectors] = batched_eigh(normalized);
   return root_from_eigenbasis(values, vectors, epsilon, p, heuristic, precision, scratch);
 }

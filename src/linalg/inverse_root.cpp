@@ -34,20 +34,20 @@ void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
   TORCH_CHECK(p >= 1 && p <= 64, "dash::inverse_root: root p must be an integer in [1, 64], got p = ", p);
   TORCH_CHECK(options.epsilon() >= 0.0 && std::isfinite(options.epsilon()),
       "dash::inverse_root: epsilon must be finite and >= 0, got ", options.epsilon());
-  TORCH_CHECK(options.newton_steps() >= 1,
-      "dash::inverse_root: newton_steps must be >= 1, got ", options.newton_steps());
-  TORCH_CHECK(options.power_iterations() >= 1,
-      "dash::inverse_root: power_iterations must be >= 1, got ", options.power_iterations());
+  TORCH_CHECK(
+      options.newton_steps() >= 1, "dash::inverse_root: newton_steps must be >= 1, got ", options.newton_steps());
+  TORCH_CHECK(options.power_iterations() >= 1, "dash::inverse_root: power_iterations must be >= 1, got ",
+      options.power_iterations());
   TORCH_CHECK(options.power_vectors() >= 1 && options.power_vectors() <= 32,
       "dash::inverse_root: power_vectors must be in [1, 32], got ", options.power_vectors());
   TORCH_CHECK(options.power_margin() >= 1.0 && std::isfinite(options.power_margin()),
       "dash::inverse_root: power_margin must be finite and >= 1, got ", options.power_margin());
-  TORCH_CHECK(options.tolerance() >= 0.0,
-      "dash::inverse_root: tolerance must be >= 0 (0 = fixed steps), got ", options.tolerance());
+  TORCH_CHECK(options.tolerance() >= 0.0, "dash::inverse_root: tolerance must be >= 0 (0 = fixed steps), got ",
+      options.tolerance());
   TORCH_CHECK(options.tolerance_check_interval() >= 1,
       "dash::inverse_root: tolerance_check_interval must be >= 1, got ", options.tolerance_check_interval());
-  TORCH_CHECK(options.chebyshev_degree() >= 1,
-      "dash::inverse_root: chebyshev_degree must be >= 1, got ", options.chebyshev_degree());
+  TORCH_CHECK(options.chebyshev_degree() >= 1, "dash::inverse_root: chebyshev_degree must be >= 1, got ",
+      options.chebyshev_degree());
   TORCH_CHECK(options.chebyshev_interval_min() > 0.0 && options.chebyshev_interval_min() < 1.0,
       "dash::inverse_root: chebyshev_interval_min must be in (0, 1), got ", options.chebyshev_interval_min());
   TORCH_CHECK(options.minimax_interval_min() >= 1e-12 && options.minimax_interval_min() < 1.0,
@@ -57,16 +57,17 @@ void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
     // Measured (docs/benchmarks.md, "Accuracy per matmul"): the minimax steps lift
     // small eigenvalues 5–8× per step, and 16-bit rounding of Z·Y with them; the
     // coupled iteration does not correct the drift.
-    TORCH_WARN_ONCE("dash::inverse_root: NewtonDB minimax polynomials with 16-bit matmuls amplify rounding "
-                    "(measured relative errors up to 0.6 at condition 1e2, where Newton-Schulz reaches 8e-3); "
-                    "use them with fp32");
+    TORCH_WARN_ONCE(
+        "dash::inverse_root: NewtonDB minimax polynomials with 16-bit matmuls amplify rounding "
+        "(measured relative errors up to 0.6 at condition 1e2, where Newton-Schulz reaches 8e-3); "
+        "use them with fp32");
   }
   TORCH_CHECK(options.eigen_refresh_tolerance() >= 0.0 && options.eigen_refresh_tolerance() <= 1.0,
       "dash::inverse_root: eigen_refresh_tolerance must be in [0, 1], got ", options.eigen_refresh_tolerance());
   TORCH_CHECK(options.eigen_warm_iterations() >= 0 && options.eigen_warm_iterations() <= 100,
       "dash::inverse_root: eigen_warm_iterations must be in [0, 100], got ", options.eigen_warm_iterations());
-  TORCH_CHECK(options.auto_max_error() > 0.0,
-      "dash::inverse_root: auto_max_error must be > 0, got ", options.auto_max_error());
+  TORCH_CHECK(
+      options.auto_max_error() > 0.0, "dash::inverse_root: auto_max_error must be > 0, got ", options.auto_max_error());
   TORCH_CHECK(options.method() != RootMethod::NewtonDB || (p & (p - 1)) == 0,
       "dash::inverse_root: NewtonDB computes roots p = 1 or a power of two, got p = ", p);
 }
@@ -76,12 +77,12 @@ namespace {
 void check_matrices(const at::Tensor& matrices) {
   TORCH_CHECK(matrices.defined(), "dash::inverse_root: the input tensor is undefined");
   TORCH_CHECK(matrices.dim() == 2 || matrices.dim() == 3,
-      "dash::inverse_root: expected a (b, b) matrix or an (N, b, b) stack, got a tensor with ",
-      matrices.dim(), " dimensions ", matrices.sizes());
-  TORCH_CHECK(matrices.size(-1) == matrices.size(-2),
-      "dash::inverse_root: matrices must be square, got shape ", matrices.sizes());
-  TORCH_CHECK(at::isFloatingType(matrices.scalar_type()),
-      "dash::inverse_root: expected a floating-point tensor, got ", matrices.scalar_type());
+      "dash::inverse_root: expected a (b, b) matrix or an (N, b, b) stack, got a tensor with ", matrices.dim(),
+      " dimensions ", matrices.sizes());
+  TORCH_CHECK(matrices.size(-1) == matrices.size(-2), "dash::inverse_root: matrices must be square, got shape ",
+      matrices.sizes());
+  TORCH_CHECK(at::isFloatingType(matrices.scalar_type()), "dash::inverse_root: expected a floating-point tensor, got ",
+      matrices.scalar_type());
 }
 
 // Float32 for every 16- and 32-bit input; float64 stays float64.
@@ -90,8 +91,8 @@ at::ScalarType work_type(const at::Tensor& matrices) {
 }
 
 struct Solution {
-  at::Tensor root;        // (N, b, b), in input units
-  at::Tensor normalized;  // Â = (A + εI)/s; for EVD A/s (ε is applied to the eigenvalues)
+  at::Tensor root;             // (N, b, b), in input units
+  at::Tensor normalized;       // Â = (A + εI)/s; for EVD A/s (ε is applied to the eigenvalues)
   at::Tensor normalized_root;  // Â^{-1/p} (the root itself when not kept)
 };
 
@@ -158,8 +159,9 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
   // invert a zero eigenvalue: the regularisation stays at least the smallest normal
   // number of the work type.
   if (options.epsilon() > 0.0) {
-    epsilon = epsilon.clamp_min(a.scalar_type() == at::kDouble ? std::numeric_limits<double>::min()
-                                                                : static_cast<double>(std::numeric_limits<float>::min()));
+    epsilon =
+        epsilon.clamp_min(a.scalar_type() == at::kDouble ? std::numeric_limits<double>::min()
+                                                         : static_cast<double>(std::numeric_limits<float>::min()));
   }
 
   auto root_of_normalized = normalized_root(keep_normalized_root ? normalized : std::move(normalized), epsilon, p,
@@ -182,7 +184,8 @@ template <typename Finish>
 auto with_stack(const at::Tensor& matrices, int64_t p, const InverseRootOptions& options, Finish finish) {
   check_matrices(matrices);
   check_inverse_root_options(p, options);
-  TORCH_CHECK_VALUE(options.method() != RootMethod::Auto, "dash::inverse_root: RootMethod::Auto is chosen per stack, by "
+  TORCH_CHECK_VALUE(options.method() != RootMethod::Auto,
+      "dash::inverse_root: RootMethod::Auto is chosen per stack, by "
       "dash::Dash or by choose_root_method(); inverse_root() needs evd, cn, ndb or chebyshev");
   const bool single = matrices.dim() == 2;
   auto stack = single ? matrices.unsqueeze(0) : matrices;
@@ -240,8 +243,8 @@ InverseRootResult inverse_root_with_diagnostics(
     // X^p (A + εI) − I, evaluated in normalised units where X̂^p Â has the same
     // value and no entry can overflow. Always in full precision: it is a check.
     auto power = at::linalg_matrix_power(solution.normalized_root, p);  // O(log p) products
-    auto residual = linalg::relative_frobenius(
-        at::baddbmm(linalg::identity_like(power), power, solution.normalized, -1.0, 1.0));
+    auto residual =
+        linalg::relative_frobenius(at::baddbmm(linalg::identity_like(power), power, solution.normalized, -1.0, 1.0));
     auto finite = at::isfinite(solution.root).all(-1).all(-1);
     if (single) {
       return InverseRootResult{solution.root.squeeze(0), residual.squeeze(0), finite.squeeze(0)};

@@ -132,8 +132,8 @@ OddPolynomial remez(double lower, double upper) {
 
 OddPolynomial newton_schulz_polynomial(int degree) {
   check_degree(degree);
-  return {degree == 3 ? std::array<double, 3>{1.5, -0.5, 0.0}
-                      : std::array<double, 3>{15.0 / 8.0, -10.0 / 8.0, 3.0 / 8.0},
+  return {
+      degree == 3 ? std::array<double, 3>{1.5, -0.5, 0.0} : std::array<double, 3>{15.0 / 8.0, -10.0 / 8.0, 3.0 / 8.0},
       0.0};
 }
 
@@ -144,20 +144,19 @@ double OddPolynomial::operator()(double x) const {
 
 OddPolynomial minimax_odd_polynomial(double lower, double upper, int degree) {
   TORCH_CHECK(lower > 0.0 && upper - lower >= kNarrowestMinimaxInterval && std::isfinite(upper),
-      "dash: a minimax polynomial needs 0 < lower and upper - lower >= ", kNarrowestMinimaxInterval, ", got [",
-      lower, ", ", upper, "]");
+      "dash: a minimax polynomial needs 0 < lower and upper - lower >= ", kNarrowestMinimaxInterval, ", got [", lower,
+      ", ", upper, "]");
   check_degree(degree);
   return degree == 3 ? remez<1>(lower, upper) : remez<2>(lower, upper);
 }
 
-std::vector<OddPolynomial> minimax_schedule(double lower, double upper, int degree, int64_t max_steps,
-    double target_error) {
+std::vector<OddPolynomial> minimax_schedule(
+    double lower, double upper, int degree, int64_t max_steps, double target_error) {
   TORCH_CHECK(lower > 0.0 && lower < upper && std::isfinite(upper),
       "dash: a minimax schedule needs 0 < lower < upper, got [", lower, ", ", upper, "]");
   check_degree(degree);
   TORCH_CHECK(max_steps >= 1 && target_error > 0.0,
-      "dash: a minimax schedule needs max_steps >= 1 and target_error > 0, got ", max_steps, " and ",
-      target_error);
+      "dash: a minimax schedule needs max_steps >= 1 and target_error > 0, got ", max_steps, " and ", target_error);
   std::vector<OddPolynomial> steps;
   for (int64_t k = 0; k < max_steps; ++k) {
     steps.push_back(upper - lower >= kNarrowestMinimaxInterval ? minimax_odd_polynomial(lower, upper, degree)

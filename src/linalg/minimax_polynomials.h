@@ -44,7 +44,7 @@ OddPolynomial minimax_odd_polynomial(double lower, double upper, int degree);
 /// [1 − E_{k−1}, 1 + E_{k−1}] the earlier steps leave (once that is narrower than
 /// 1e-3, the Newton–Schulz polynomial of the degree, as good there). Stops after `max_steps`, or
 /// at the first step whose error bound E_k is ≤ target_error (> 0).
-std::vector<OddPolynomial> minimax_schedule(double lower, double upper, int degree, int64_t max_steps,
-    double target_error);
+std::vector<OddPolynomial> minimax_schedule(
+    double lower, double upper, int degree, int64_t max_steps, double target_error);
 
 }  // namespace dash::linalg

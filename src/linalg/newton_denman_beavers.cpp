@@ -66,8 +66,8 @@ class ConstantTerm {
 
 // E = q(W) = c₀I + c₁W (+ c₂W²) with W = Z·Y, or W = Y when Z is the identity (the
 // first step). `residual`: set to ‖W − I‖_F/√b per matrix when asked for.
-at::Tensor step_matrix(const at::Tensor& z, const at::Tensor& y, const OddPolynomial& q,
-    const at::Tensor& c0_identity, MatmulPrecision precision, Scratch& scratch, at::Tensor* residual) {
+at::Tensor step_matrix(const at::Tensor& z, const at::Tensor& y, const OddPolynomial& q, const at::Tensor& c0_identity,
+    MatmulPrecision precision, Scratch& scratch, at::Tensor* residual) {
   const auto& c = q.coefficients;
   auto e = scratch.empty_like(y);
   if (c[2] == 0.0) {
@@ -109,8 +109,7 @@ SquareRoots newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps
     const bool check = is_tolerance_check_step(step, options.newton.tolerance, options.newton.check_interval);
     at::Tensor residual;
     e = at::Tensor();  // the last step's E is dead: its buffer serves this step's W or E
-    e = step_matrix(
-        z, y, steps[step], constant.for_step(steps[step]), precision, scratch, check ? &residual : nullptr);
+    e = step_matrix(z, y, steps[step], constant.for_step(steps[step]), precision, scratch, check ? &residual : nullptr);
     if (check && all_within_tolerance(residual, options.newton.tolerance)) break;
     const bool last = step + 1 == count;
     if (!last || needed == PassOutput::Root) y = matmul(y, e, precision, scratch);
@@ -135,8 +134,8 @@ double minimax_target_error(MatmulPrecision precision) {
 }  // namespace
 
 std::vector<std::vector<OddPolynomial>> newton_db_schedule(int64_t p, const NewtonDBOptions& options) {
-  TORCH_CHECK(p >= 1 && (p & (p - 1)) == 0,
-      "dash::inverse_root: NewtonDB computes roots p = 1 or a power of two, got p = ", p);
+  TORCH_CHECK(
+      p >= 1 && (p & (p - 1)) == 0, "dash::inverse_root: NewtonDB computes roots p = 1 or a power of two, got p = ", p);
   int64_t passes = 0;
   for (int64_t rest = std::max<int64_t>(p, 2); rest > 1; rest /= 2) ++passes;
   std::vector<std::vector<OddPolynomial>> schedule;
@@ -150,8 +149,8 @@ std::vector<std::vector<OddPolynomial>> newton_db_schedule(int64_t p, const Newt
   double upper = 1.0;
   const int degree = options.polynomial == NewtonDBPolynomial::Minimax5 ? 5 : 3;
   for (int64_t pass = 0; pass < passes; ++pass) {
-    schedule.push_back(minimax_schedule(lower, upper, degree, options.newton.steps,
-        minimax_target_error(options.newton.precision)));
+    schedule.push_back(
+        minimax_schedule(lower, upper, degree, options.newton.steps, minimax_target_error(options.newton.precision)));
     const double error = schedule.back().back().error;
     lower = std::sqrt(lower * std::max(1.0 - error, lower));
     upper = std::sqrt(1.0 + error);

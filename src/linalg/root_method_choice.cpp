@@ -34,10 +34,10 @@ void wait_for(const at::Tensor& tensor) {
 // The exact roots of a sample of the stack, and the weight A₊^{1/2} (up to a
 // rotation, which the Frobenius norm does not see) the errors are measured with.
 struct Reference {
-  at::Tensor rows;         // (n,) int64: which matrices of the stack
-  at::Tensor root;         // (n, b, b) float64: (A₊ + εI)^{-1/p}
-  at::Tensor weight;       // (n, b, b) float64: V Λ₊^{1/2}, so ‖Y V Λ₊^{1/2}‖_F = ‖Y A₊^{1/2}‖_F
-  at::Tensor root_norm;    // (n,) ‖X* A₊^{1/2}‖_F
+  at::Tensor rows;       // (n,) int64: which matrices of the stack
+  at::Tensor root;       // (n, b, b) float64: (A₊ + εI)^{-1/p}
+  at::Tensor weight;     // (n, b, b) float64: V Λ₊^{1/2}, so ‖Y V Λ₊^{1/2}‖_F = ‖Y A₊^{1/2}‖_F
+  at::Tensor root_norm;  // (n,) ‖X* A₊^{1/2}‖_F
 };
 
 // Up to kReferenceSample of the finite matrices, evenly spread over the stack.
@@ -54,10 +54,14 @@ at::Tensor sample_rows(const at::Tensor& finite) {
 
 double unit_roundoff(at::ScalarType type) {
   switch (type) {
-    case at::kDouble: return std::ldexp(1.0, -53);
-    case at::kHalf: return std::ldexp(1.0, -11);
-    case at::kBFloat16: return std::ldexp(1.0, -8);
-    default: return std::ldexp(1.0, -24);
+    case at::kDouble:
+      return std::ldexp(1.0, -53);
+    case at::kHalf:
+      return std::ldexp(1.0, -11);
+    case at::kBFloat16:
+      return std::ldexp(1.0, -8);
+    default:
+      return std::ldexp(1.0, -24);
   }
 }
 
@@ -114,8 +118,8 @@ RootMethodTrial run_trial(RootMethod method, const at::Tensor& matrices, const a
     const bool diverged = (at::isfinite(root).all(-1).all(-1).logical_not() & finite).any().item<bool>();
     if (!diverged) trial.error = weighted_error(root, reference);
   } catch (const c10::Error& error) {
-    TORCH_WARN("dash::choose_root_method: ", to_string(method), " failed on this stack and is not chosen: ",
-        error.what_without_backtrace());
+    TORCH_WARN("dash::choose_root_method: ", to_string(method),
+        " failed on this stack and is not chosen: ", error.what_without_backtrace());
   }
   trial.meets_accuracy = trial.error <= options.auto_max_error();
   return trial;
@@ -144,7 +148,8 @@ RootMethodChoice choose_root_method(
   }
   const RootMethodTrial* best = nullptr;
   for (const auto& trial : choice.trials) {
-    if (trial.meets_accuracy && trial.milliseconds <= kSameSpeed * fastest && (best == nullptr || trial.error < best->error)) {
+    if (trial.meets_accuracy && trial.milliseconds <= kSameSpeed * fastest &&
+        (best == nullptr || trial.error < best->error)) {
       best = &trial;
     }
   }
@@ -155,9 +160,9 @@ RootMethodChoice choose_root_method(
     }
     std::ostringstream errors;
     for (const auto& trial : choice.trials) errors << " " << to_string(trial.method) << " " << trial.error;
-    TORCH_WARN("dash::choose_root_method: no method reaches auto_max_error = ", options.auto_max_error(), " on a stack of ",
-        matrices.size(0), " matrices of ", matrices.size(1), "×", matrices.size(1), " (errors:", errors.str(),
-        "); taking the most accurate, ", to_string(best->method));
+    TORCH_WARN("dash::choose_root_method: no method reaches auto_max_error = ", options.auto_max_error(),
+        " on a stack of ", matrices.size(0), " matrices of ", matrices.size(1), "×", matrices.size(1),
+        " (errors:", errors.str(), "); taking the most accurate, ", to_string(best->method));
   }
   choice.method = best->method;
   return choice;

@@ -32,7 +32,7 @@ int64_t newton_db_pass_matmuls(const std::vector<linalg::OddPolynomial>& steps, 
     const bool first = k == 0;
     const bool last = k + 1 == steps.size();
     matmuls += (steps[k].coefficients[2] != 0.0 ? 1 : 0) + (first ? 0 : 1);
-    if (!last || returns_root) matmuls += 1;   // Y·E
+    if (!last || returns_root) matmuls += 1;               // Y·E
     if (!first && (!last || !returns_root)) matmuls += 1;  // E·Z
   }
   return matmuls;
@@ -63,8 +63,8 @@ double scaling_flops(int64_t b, const InverseRootOptions& options) {
 }  // namespace
 
 double inverse_root_flops(int64_t count, int64_t b, int64_t p, const InverseRootOptions& options) {
-  TORCH_CHECK(count >= 0 && b >= 0 && p >= 1,
-      "dash::inverse_root_flops: need count >= 0, b >= 0, p >= 1; got ", count, ", ", b, ", ", p);
+  TORCH_CHECK(count >= 0 && b >= 0 && p >= 1, "dash::inverse_root_flops: need count >= 0, b >= 0, p >= 1; got ", count,
+      ", ", b, ", ", p);
   const double matmul = 2.0 * static_cast<double>(b) * static_cast<double>(b) * static_cast<double>(b);
   double per_matrix = 0.0;
   switch (options.method()) {
@@ -74,15 +74,14 @@ double inverse_root_flops(int64_t count, int64_t b, int64_t p, const InverseRoot
     case RootMethod::CoupledNewton:
       // Step 1: X₁ = c·N is free; every step: X·N (not in step 1) and N^p·M.
       per_matrix = scaling_flops(b, options) +
-          matmul * static_cast<double>(options.newton_steps() * (1 + power_times_matmuls(p)) - 1);
+                   matmul * static_cast<double>(options.newton_steps() * (1 + power_times_matmuls(p)) - 1);
       break;
     case RootMethod::NewtonDB:
-      per_matrix = scaling_flops(b, options) +
-          matmul * static_cast<double>(newton_db_matmuls(p, options));
+      per_matrix = scaling_flops(b, options) + matmul * static_cast<double>(newton_db_matmuls(p, options));
       break;
     case RootMethod::Chebyshev:
       per_matrix = scaling_flops(b, options) +
-          matmul * static_cast<double>(std::max<int64_t>(options.chebyshev_degree() - 1, 0));
+                   matmul * static_cast<double>(std::max<int64_t>(options.chebyshev_degree() - 1, 0));
       break;
     case RootMethod::Auto:
       TORCH_CHECK(false, "dash::inverse_root_flops: RootMethod::Auto has no cost of its own; pass the method it chose");

@@ -57,13 +57,8 @@ struct ChebyshevOptions {
 
 /// eigh-based root with the given eigenvalue heuristic. `epsilon` (N, 1, 1) is
 /// the regularisation in normalised units (ε/s).
-at::Tensor eigen_root(
-    const at::Tensor& normalized,
-    const at::Tensor& epsilon,
-    int64_t p,
-    EigenHeuristic heuristic,
-    MatmulPrecision precision,
-    Scratch& scratch);
+at::Tensor eigen_root(const at::Tensor& normalized, const at::Tensor& epsilon, int64_t p, EigenHeuristic heuristic,
+    MatmulPrecision precision, Scratch& scratch);
 
 /// Eigenvalues (N, b) and eigenvectors (N, b, b) by one batched eigh, retried in
 /// float64 if it fails in float32.
@@ -94,12 +89,8 @@ at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonDBOption
 
 /// Chebyshev interpolant of x^{-1/p} evaluated by Clenshaw's recurrence (spec §5).
 /// `epsilon` (N, 1, 1) is ε/s and bounds the fitted interval from below.
-at::Tensor chebyshev_root(
-    const at::Tensor& normalized,
-    const at::Tensor& epsilon,
-    int64_t p,
-    const ChebyshevOptions& options,
-    Scratch& scratch);
+at::Tensor chebyshev_root(const at::Tensor& normalized, const at::Tensor& epsilon, int64_t p,
+    const ChebyshevOptions& options, Scratch& scratch);
 
 /// The start vectors of (multi-vector) power iteration, (b, v), entries in [-1, 1),
 /// unnormalised: deterministic pseudo-random numbers, the same for every call.

@@ -68,10 +68,10 @@ namespace linalg {
 
 at::Tensor spectral_scale(const at::Tensor& matrices, const InverseRootOptions& options, Scratch& scratch) {
   TORCH_CHECK(matrices.dim() == 2 || matrices.dim() == 3,
-      "dash::estimate_spectral_scale: expected a (b, b) matrix or an (N, b, b) stack, got ",
-      matrices.dim(), " dimensions");
-  TORCH_CHECK(options.power_iterations() >= 1,
-      "dash::estimate_spectral_scale: power_iterations must be >= 1, got ", options.power_iterations());
+      "dash::estimate_spectral_scale: expected a (b, b) matrix or an (N, b, b) stack, got ", matrices.dim(),
+      " dimensions");
+  TORCH_CHECK(options.power_iterations() >= 1, "dash::estimate_spectral_scale: power_iterations must be >= 1, got ",
+      options.power_iterations());
   const bool single = matrices.dim() == 2;
   auto a = single ? matrices.unsqueeze(0) : matrices;
   // Divide by the largest entry first: squares of entries above ~1e19 overflow

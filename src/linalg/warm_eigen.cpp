@@ -57,8 +57,8 @@ at::Tensor refresh_eigenbasis(
   auto values = at::empty({count, a.size(1)}, a.options());
   auto vectors = at::empty_like(a);
   // τ = 0 is eigh every time (the QR steps could not reach it): no warm start.
-  const bool have_basis = options.tolerance > 0.0 && basis.vectors.defined() && basis.vectors.sizes() == a.sizes() &&
-      basis.valid.defined();
+  const bool have_basis =
+      options.tolerance > 0.0 && basis.vectors.defined() && basis.vectors.sizes() == a.sizes() && basis.valid.defined();
   if (have_basis) {
     const auto previous = basis.vectors.to(a.scalar_type());
     auto rotated = at::bmm(previous.transpose(1, 2), at::bmm(a, previous));  // B = QᵀAQ
@@ -78,8 +78,8 @@ at::Tensor refresh_eigenbasis(
       vectors.index_copy_(0, to_iterate, q);
       values.index_copy_(0, to_iterate, b.diagonal(0, -2, -1));
       auto converged = root_error_estimate(b, epsilon.index_select(0, to_iterate), p) <= options.tolerance;
-      status.index_copy_(0, to_iterate, at::where(converged, at::full({}, kWarm, index_options),
-                                       at::full({}, kRecomputed, index_options)));
+      status.index_copy_(0, to_iterate,
+          at::where(converged, at::full({}, kWarm, index_options), at::full({}, kRecomputed, index_options)));
     }
   }
   auto stale = (status == kRecomputed).nonzero().view({-1});  // host read-back

@@ -52,8 +52,8 @@ void grafting_direction(const at::Tensor& grad, MomentState& state, const StepHy
   at::div_out(work.graft, work.ghat, work.graft);
 }
 
-at::Tensor preconditioned_direction(Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root,
-    GraftingType grafting) {
+at::Tensor preconditioned_direction(
+    Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root, GraftingType grafting) {
   // Plain float32 norms: a block whose ‖U‖ overflows (entries ≳ 1e19) gets ratio 0,
   // i.e. no step — as AdamW, whose G² overflows there too.
   at::Tensor graft_norm;

@@ -55,8 +55,8 @@ void grafting_direction(const at::Tensor& grad, MomentState& state, const StepHy
 /// U = L̄ Ĝ R̄ (R̄ undefined: one-sided, U = L̄ Ĝ), rescaled per block to the norm of
 /// P_g unless grafting is None: P = U ‖P_g‖_F / (‖U‖_F + 1e-16). Uses work.product
 /// and work.direction; returns one of them.
-at::Tensor preconditioned_direction(Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root,
-    GraftingType grafting);
+at::Tensor preconditioned_direction(
+    Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root, GraftingType grafting);
 
 /// Heavy-ball or Nesterov momentum on the direction (spec §4 step 8); updates B_m.
 at::Tensor apply_momentum(const at::Tensor& direction, MomentState& state, const StepHyper& hyper);

@@ -30,10 +30,10 @@ std::string groups_signature(const std::vector<torch::optim::OptimizerParamGroup
   for (size_t g = 0; g < groups.size(); ++g) {
     const auto& options = static_cast<const DashOptions&>(groups[g].options());
     signature += "group " + std::to_string(g) + " B=" + std::to_string(options.block_size()) +
-        " 1d=" + std::to_string(static_cast<int>(options.one_dimensional())) +
-        " root=" + std::to_string(options.exponent_override()) +
-        " graft=" + std::to_string(static_cast<int>(options.grafting())) +
-        " momentum=" + std::to_string(options.momentum() > 0.0) + ":";
+                 " 1d=" + std::to_string(static_cast<int>(options.one_dimensional())) +
+                 " root=" + std::to_string(options.exponent_override()) +
+                 " graft=" + std::to_string(static_cast<int>(options.grafting())) +
+                 " momentum=" + std::to_string(options.momentum() > 0.0) + ":";
     for (const auto& param : groups[g].params()) signature += " " + c10::str(param.sizes());
     signature += "\n";
   }
@@ -42,20 +42,22 @@ std::string groups_signature(const std::vector<torch::optim::OptimizerParamGroup
 
 // Describes everything the state's shapes depend on; a checkpoint only loads into
 // an optimizer with the same description.
-std::string layout_signature(const optim::Engine& engine, const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+std::string layout_signature(
+    const optim::Engine& engine, const std::vector<torch::optim::OptimizerParamGroup>& groups) {
   std::string signature = groups_signature(groups);
   signature += "stacks " + std::to_string(engine.stacks.size()) + " factors " + std::to_string(engine.factors.size());
   if (engine.distributed) {
     // Each rank's checkpoint holds its share of the blocks, which depends on both.
     signature += "\nrank " + std::to_string(engine.distributed->rank()) + " of " +
-        std::to_string(engine.distributed->world_size());
+                 std::to_string(engine.distributed->world_size());
   }
   return signature;
 }
 
 // Ranks that disagree about the parameters would split different blocks and apply
 // each other's updates to the wrong elements; this one collective rules it out.
-void check_ranks_agree(const DistributedContext* distributed, const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+void check_ranks_agree(
+    const DistributedContext* distributed, const std::vector<torch::optim::OptimizerParamGroup>& groups) {
   if (distributed == nullptr || distributed->world_size() == 1) return;
   at::Device device = at::kCPU;
   for (const auto& group : groups) {
@@ -180,9 +182,7 @@ DashDiagnostics Dash::diagnostics() const {
   return result;
 }
 
-void Dash::profile_phases(bool enabled) {
-  impl_->profile.enable(enabled);
-}
+void Dash::profile_phases(bool enabled) { impl_->profile.enable(enabled); }
 
 std::map<std::string, double> Dash::phase_times_ms() const { return impl_->profile.totals_ms(); }
 
@@ -233,14 +233,14 @@ void Dash::load(torch::serialize::InputArchive& archive) {
     archive.read(key, value);
     return value;
   };
-  TORCH_CHECK(read_value("dash.format").toInt() == kCheckpointFormat,
-      "dash::Dash: unsupported checkpoint format");
+  TORCH_CHECK(read_value("dash.format").toInt() == kCheckpointFormat, "dash::Dash: unsupported checkpoint format");
   c10::IValue saved_world;
   const int64_t world_size = distributed_ ? distributed_->world_size() : 1;
   const int64_t saved_world_size = archive.try_read("dash.world_size", saved_world) ? saved_world.toInt() : 1;
   TORCH_CHECK(saved_world_size == world_size, "dash::Dash: the checkpoint holds the optimizer state of ",
       saved_world_size == 1 ? std::string("a single process") : "one of " + std::to_string(saved_world_size) + " ranks",
-      ", this optimizer runs on ", world_size == 1 ? std::string("a single process") : std::to_string(world_size) + " ranks",
+      ", this optimizer runs on ",
+      world_size == 1 ? std::string("a single process") : std::to_string(world_size) + " ranks",
       "; resume with the same number of ranks (each rank loads its own shard)");
   TORCH_CHECK(read_value("dash.groups").toInt() == static_cast<int64_t>(param_groups_.size()),
       "dash::Dash: the checkpoint has ", read_value("dash.groups").toInt(), " parameter groups, this optimizer ",

@@ -33,9 +33,12 @@ template <typename Value>
 Value read(torch::serialize::InputArchive& archive, const char* name, Value fallback) {
   c10::IValue value;
   if (!archive.try_read(name, value)) return fallback;
-  if constexpr (std::is_same_v<Value, bool>) return value.toBool();
-  else if constexpr (std::is_same_v<Value, double>) return value.toDouble();
-  else return static_cast<Value>(value.toInt());
+  if constexpr (std::is_same_v<Value, bool>)
+    return value.toBool();
+  else if constexpr (std::is_same_v<Value, double>)
+    return value.toDouble();
+  else
+    return static_cast<Value>(value.toInt());
 }
 
 }  // namespace
@@ -43,8 +46,10 @@ Value read(torch::serialize::InputArchive& archive, const char* name, Value fall
 void DashOptions::serialize(torch::serialize::OutputArchive& archive) const {
   auto as_stored = [](auto value) {
     using Value = decltype(value);
-    if constexpr (std::is_enum_v<Value>) return static_cast<int64_t>(value);
-    else return value;
+    if constexpr (std::is_enum_v<Value>)
+      return static_cast<int64_t>(value);
+    else
+      return value;
   };
 #define DASH_WRITE(name, type) write(archive, #name, as_stored(name()));
 #define DASH_WRITE_ROOT(name, type) write(archive, "root." #name, as_stored(root().name()));
@@ -76,8 +81,8 @@ namespace optim {
 
 void check_options(const DashOptions& o) {
   auto check_beta = [](double beta, const char* name, bool one_allowed) {
-    TORCH_CHECK(beta >= 0.0 && (beta < 1.0 || (one_allowed && beta == 1.0)),
-        "dash::Dash: ", name, " must be in [0, 1", one_allowed ? "]" : ")", ", got ", beta);
+    TORCH_CHECK(beta >= 0.0 && (beta < 1.0 || (one_allowed && beta == 1.0)), "dash::Dash: ", name, " must be in [0, 1",
+        one_allowed ? "]" : ")", ", got ", beta);
   };
   TORCH_CHECK(o.lr() >= 0.0 && std::isfinite(o.lr()), "dash::Dash: lr must be finite and >= 0, got ", o.lr());
   check_beta(o.beta_grad(), "beta_grad", false);
@@ -123,11 +128,11 @@ blocking::GroupBlocking group_blocking(const DashOptions& o) {
 
 std::string state_layout(const DashOptions& o) {
   const bool graft_statistic = o.grafting() == GraftingType::Adam || o.grafting() == GraftingType::RMSprop ||
-      o.grafting() == GraftingType::AdaGrad;
+                               o.grafting() == GraftingType::AdaGrad;
   return "block_size " + std::to_string(o.block_size()) + ", one_dimensional " +
-      std::to_string(static_cast<int>(o.one_dimensional())) + ", exponent_override " +
-      std::to_string(o.exponent_override()) + ", grafting " + (graft_statistic ? "with" : "without") +
-      " a statistic, momentum " + (o.momentum() > 0.0 ? "on" : "off");
+         std::to_string(static_cast<int>(o.one_dimensional())) + ", exponent_override " +
+         std::to_string(o.exponent_override()) + ", grafting " + (graft_statistic ? "with" : "without") +
+         " a statistic, momentum " + (o.momentum() > 0.0 ? "on" : "off");
 }
 
 }  // namespace optim

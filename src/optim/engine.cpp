@@ -29,8 +29,8 @@ bool uses_graft_statistic(GraftingType grafting) {
 
 // Zero moments of shape (n, rows, cols); t is kept per block ((n, 1, 1)) or, for
 // AdamW segments, per element.
-MomentState zero_moments(const std::vector<int64_t>& shape, bool steps_per_block, const StepHyper& hyper,
-    const at::TensorOptions& to) {
+MomentState zero_moments(
+    const std::vector<int64_t>& shape, bool steps_per_block, const StepHyper& hyper, const at::TensorOptions& to) {
   MomentState state;
   state.grad_ema = at::zeros(shape, to);
   if (uses_graft_statistic(hyper.grafting)) state.graft_stat = at::zeros(shape, to);
@@ -123,9 +123,9 @@ void Rows::store(at::Tensor& full, const at::Tensor& part) const {
 // What one step works with, decided on the host before any tensor work.
 struct Engine::StepContext {
   const std::vector<torch::optim::OptimizerParamGroup>* groups = nullptr;
-  std::vector<bool> has_grad;                  // per parameter
-  std::vector<std::vector<int64_t>> active;    // per gradient stack: blocks with a gradient
-  std::vector<bool> stack_complete;            // every block of the stack has one
+  std::vector<bool> has_grad;                // per parameter
+  std::vector<std::vector<int64_t>> active;  // per gradient stack: blocks with a gradient
+  std::vector<bool> stack_complete;          // every block of the stack has one
 
   const DashOptions& options(int64_t group) const { return options_of((*groups)[group]); }
 };
@@ -144,11 +144,10 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
       const auto [seen, first] = group_of_param.emplace(param.unsafeGetTensorImpl(), g);
       TORCH_CHECK(first, "dash::Dash: a parameter of shape ", param.sizes(), " appears twice (in parameter groups ",
           seen->second, " and ", g, "); each tensor may be optimised once");
-      TORCH_CHECK(param.is_floating_point(), "dash::Dash: parameters must be floating point, got ",
-          param.scalar_type());
+      TORCH_CHECK(
+          param.is_floating_point(), "dash::Dash: parameters must be floating point, got ", param.scalar_type());
       TORCH_CHECK(params.empty() || param.device() == params.front().device(),
-          "dash::Dash: all parameters must be on one device, got ", params.front().device(), " and ",
-          param.device());
+          "dash::Dash: all parameters must be on one device, got ", params.front().device(), " and ", param.device());
       params.push_back(param);
       shapes.push_back(param.sizes().vec());
       group_of.push_back(static_cast<int64_t>(g));
@@ -213,8 +212,8 @@ std::optional<size_t> Engine::changed_layout_group(const std::vector<torch::opti
 void Engine::check_layout(const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
   const auto g = changed_layout_group(groups);
   TORCH_CHECK(!g, "dash::Dash: parameter group ", g.value_or(0),
-      " changed options that decide the shape of its state after the state was created (was: ",
-      layouts_[g.value_or(0)], "; now: ", state_layout(options_of(groups[g.value_or(0)])),
+      " changed options that decide the shape of its state after the state was created (was: ", layouts_[g.value_or(0)],
+      "; now: ", state_layout(options_of(groups[g.value_or(0)])),
       "); set them before the first step, or build a new optimizer");
 }
 
@@ -242,8 +241,8 @@ bool Engine::collect_gradients(StepContext& context) {
     const auto& grad = params[i].grad();
     any_elements = any_elements || plan.parameters[i].numel > 0;
     if (!grad.defined() || plan.parameters[i].numel == 0) continue;
-    TORCH_CHECK(!grad.is_sparse(), "dash::Dash: sparse gradients are not supported (parameter ", i,
-        " of shape ", params[i].sizes(), ")");
+    TORCH_CHECK(!grad.is_sparse(), "dash::Dash: sparse gradients are not supported (parameter ", i, " of shape ",
+        params[i].sizes(), ")");
     TORCH_CHECK(grad.sizes() == params[i].sizes(), "dash::Dash: the gradient of parameter ", i, " has shape ",
         grad.sizes(), ", the parameter ", params[i].sizes());
     context.has_grad[i] = true;
@@ -302,8 +301,8 @@ bool Engine::gradients_usable(StepContext& context) {
   for (size_t i = 0; i < params.size(); ++i) {
     if (!context.has_grad[i]) continue;
     const auto grad = params[i].grad().to(at::kFloat);
-    const bool bad = finite ? !(grad.abs() <= overflow_limit_).all().item<bool>()
-                            : !at::isfinite(grad).all().item<bool>();
+    const bool bad =
+        finite ? !(grad.abs() <= overflow_limit_).all().item<bool>() : !at::isfinite(grad).all().item<bool>();
     if (bad) {
       culprit = i;
       break;
@@ -311,8 +310,9 @@ bool Engine::gradients_usable(StepContext& context) {
   }
   const auto where = "parameter " + std::to_string(culprit) + " of shape " + c10::str(params[culprit].sizes());
   if (finite) {
-    TORCH_WARN("dash::Dash: skipping a step: a gradient entry of magnitude ", largest, " in ", where,
-        " is above ", overflow_limit_, ", beyond which the float32 statistics of its blocks can overflow; "
+    TORCH_WARN("dash::Dash: skipping a step: a gradient entry of magnitude ", largest, " in ", where, " is above ",
+        overflow_limit_,
+        ", beyond which the float32 statistics of its blocks can overflow; "
         "the state is unchanged (diagnostics().overflow_skipped_steps counts such steps)");
     ++overflow_skipped_steps;
     return false;
@@ -428,7 +428,8 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     } catch (const c10::Error& error) {
       TORCH_WARN("dash::Dash: inverse root of a ", stack.size, "×", stack.size,
           " factor stack failed; keeping the previous roots: ", error.what_without_backtrace());
-      auto failed = due_mask.defined() ? due_mask : at::ones({part_factors.size(0)}, state.factors.options().dtype(at::kBool));
+      auto failed =
+          due_mask.defined() ? due_mask : at::ones({part_factors.size(0)}, state.factors.options().dtype(at::kBool));
       state.failures.add_(failed.sum());
       part_failures.add_(failed);
       return;
@@ -441,8 +442,9 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     // NaN and Inf (a NaN magnitude compares false), so it replaces the finiteness test.
     const double epsilon = root_options.epsilon();
     auto ok = (epsilon > 0.0
-        ? linalg::largest_magnitude(fresh) <= 2.0 * std::pow(epsilon, -1.0 / static_cast<double>(stack.root))
-        : linalg::finite_matrices(fresh)).view({-1});
+                   ? linalg::largest_magnitude(fresh) <= 2.0 * std::pow(epsilon, -1.0 / static_cast<double>(stack.root))
+                   : linalg::finite_matrices(fresh))
+                  .view({-1});
     if (due_mask.defined()) ok = ok & due_mask;
     auto failed = due_mask.defined() ? (due_mask & ~ok) : ~ok;
     state.failures.add_(failed.sum());
@@ -502,7 +504,8 @@ at::Tensor Engine::bounded_failures_exceeded(const StepContext& context) const {
   for (size_t k = 0; k < factors.size(); ++k) {
     const auto limit = context.options(plan.factor_stacks[k].group).max_consecutive_root_failures();
     // Each rank counts the failures of its own factors only: ranks would decide apart.
-    TORCH_CHECK(limit == 0 || !exchange_, "dash::Dash: max_consecutive_root_failures is not supported with "
+    TORCH_CHECK(limit == 0 || !exchange_,
+        "dash::Dash: max_consecutive_root_failures is not supported with "
         "several ranks yet; set it to 0");
     if (limit > 0 && factors[k].consecutive_failures.defined()) {
       exceeded.push_back((factors[k].consecutive_failures.max() >= limit).to(at::kFloat));
@@ -566,8 +569,8 @@ void Engine::calibrate_root_execution(size_t k, const InverseRootOptions& root_o
   const auto due_count = std::count(due.begin(), due.end(), true);
   state.calibrated_per_block_ms =
       elapsed_ms(start) * static_cast<double>(due_count) / static_cast<double>(sample.size());
-  state.root_execution = state.calibrated_per_block_ms * 1.1 < state.calibrated_batched_ms ? Execution::Sequential
-                                                                                          : Execution::Batched;
+  state.root_execution =
+      state.calibrated_per_block_ms * 1.1 < state.calibrated_batched_ms ? Execution::Sequential : Execution::Batched;
 }
 
 // RootMethod::Auto, once per factor stack: choose_root_method() on the factors due
@@ -583,8 +586,8 @@ void Engine::choose_root_method_for(size_t k, const InverseRootOptions& root_opt
     if (due[i]) rows.push_back(i);
   }
   auto due_factors = static_cast<int64_t>(rows.size()) == stack.count
-      ? state.factors
-      : state.factors.index_select(0, at::tensor(rows, at::kLong).to(state.factors.device()));
+                         ? state.factors
+                         : state.factors.index_select(0, at::tensor(rows, at::kLong).to(state.factors.device()));
   try {
     InverseRootWorkspace trial_workspace;
     auto choice = choose_root_method(due_factors, stack.root, root_options, trial_workspace);
@@ -592,7 +595,8 @@ void Engine::choose_root_method_for(size_t k, const InverseRootOptions& root_opt
     state.root_method_trials = std::move(choice.trials);
   } catch (const c10::Error& error) {
     TORCH_WARN("dash::Dash: RootMethod::Auto could not compare the methods on the ", stack.size, "×", stack.size,
-        " factor stack ", k, " (", error.what_without_backtrace(), "); EVD computes its roots this time, and the "
+        " factor stack ", k, " (", error.what_without_backtrace(),
+        "); EVD computes its roots this time, and the "
         "comparison is tried again at its next root computation");
   }
 }
@@ -627,8 +631,8 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
       auto preconditioned = preconditioned_direction(work, root_part(stack.left_stack, stack.left_offset),
           root_part(stack.right_stack, stack.right_offset), options.grafting());
       direction = started_count == static_cast<int64_t>(started.size())
-          ? preconditioned
-          : at::where(bool_mask(started, grad.device()).view({-1, 1, 1}), preconditioned, work.graft);
+                      ? preconditioned
+                      : at::where(bool_mask(started, grad.device()).view({-1, 1, 1}), preconditioned, work.graft);
     }
     direction = apply_momentum(direction, moments, hyper);
     put(state.moments, moments, rows);

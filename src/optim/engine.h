@@ -53,9 +53,9 @@ struct GradientStackState {
   MomentState moments;
   std::vector<int64_t> steps;  ///< host copy of each block's t (for scheduling)
   // Buffers reused by every step, (count, rows, cols): not state, not saved.
-  at::Tensor grad;   ///< the gathered gradient, then L̄ Ĝ (or lr·P of blocks done one run at a time)
-  at::Tensor ghat;   ///< Ĝ, then L̄ Ĝ R̄
-  at::Tensor graft;  ///< P_g
+  at::Tensor grad;    ///< the gathered gradient, then L̄ Ĝ (or lr·P of blocks done one run at a time)
+  at::Tensor ghat;    ///< Ĝ, then L̄ Ĝ R̄
+  at::Tensor graft;   ///< P_g
   at::Tensor update;  ///< which of the above holds lr·P once the step's directions are formed
 };
 
@@ -143,7 +143,8 @@ class Engine {
   void refresh_roots(StepContext& context, size_t factor_stack);
   void calibrate_root_execution(size_t factor_stack, const InverseRootOptions& root_options,
       const std::vector<bool>& due, const std::function<void()>& batched);
-  void choose_root_method_for(size_t factor_stack, const InverseRootOptions& root_options, const std::vector<bool>& due);
+  void choose_root_method_for(
+      size_t factor_stack, const InverseRootOptions& root_options, const std::vector<bool>& due);
   void write_direction(StepContext& context, size_t stack, const Rows& rows);
   void update_adamw_segment(StepContext& context, size_t segment);
   void decay_weights(StepContext& context);
@@ -159,7 +160,7 @@ class Engine {
   double overflow_limit_ = 0.0;
   at::Tensor factor_resets_total_;      ///< () int64 over all stacks; read with the step's gradient check
   int64_t factor_resets_reported_ = 0;  ///< how many of those a warning has announced
-  std::vector<std::string> layouts_;  ///< state_layout() of each group at construction
+  std::vector<std::string> layouts_;    ///< state_layout() of each group at construction
   std::unique_ptr<distributed::UpdateExchange> exchange_;
 };
 

@@ -7,6 +7,8 @@
 
 #include <dash/optimizer.h>
 
+// The lists are laid out by hand (clang-format would re-wrap the macro).
+// clang-format off
 #define DASH_OPTION_FIELDS(FIELD)                                                     \
   FIELD(lr, double) FIELD(beta_grad, double) FIELD(beta_factor, double)                \
   FIELD(beta_graft, double) FIELD(eps_graft, double) FIELD(block_size, int64_t)        \
@@ -25,3 +27,4 @@
   FIELD(precision, MatmulPrecision) FIELD(eigen_refresh_tolerance, double) FIELD(eigen_warm_iterations, int64_t) \
   FIELD(newton_db_polynomial, NewtonDBPolynomial) FIELD(minimax_interval_min, double) \
   FIELD(auto_max_error, double)
+// clang-format on

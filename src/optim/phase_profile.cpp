@@ -6,8 +6,8 @@ namespace dash::optim {
 namespace {
 
 // Scope names: static strings, as RecordFunction keeps the pointer.
-const char* const kScopeNames[] = {"dash::copies", "dash::factors", "dash::roots", "dash::grafting",
-    "dash::preconditioning", "dash::communication"};
+const char* const kScopeNames[] = {
+    "dash::copies", "dash::factors", "dash::roots", "dash::grafting", "dash::preconditioning", "dash::communication"};
 
 }  // namespace
 

@@ -73,9 +73,8 @@ void bind_inverse_root(py::module_& module) {
   module.def(
       "inverse_root",
       [](const at::Tensor& matrices, int64_t p, const py::kwargs& options) {
-        return with_root_options(p, options, [&](const InverseRootOptions& root_options) {
-          return inverse_root(matrices, p, root_options);
-        });
+        return with_root_options(p, options,
+            [&](const InverseRootOptions& root_options) { return inverse_root(matrices, p, root_options); });
       },
       py::arg("matrices"), py::arg("p"));
   module.def(
@@ -106,17 +105,14 @@ void bind_inverse_root(py::module_& module) {
       "estimate_spectral_scale",
       [](const at::Tensor& matrices, const py::kwargs& options) {
         // Every method takes p = 1.
-        return with_root_options(/*p=*/1, options, [&](const InverseRootOptions& root_options) {
-          return estimate_spectral_scale(matrices, root_options);
-        });
+        return with_root_options(/*p=*/1, options,
+            [&](const InverseRootOptions& root_options) { return estimate_spectral_scale(matrices, root_options); });
       },
       py::arg("matrices"));
   module.def(
-      "default_options", [] { return to_dict(DashOptions()); },
-      "Every dash.Dash keyword with its default value.");
+      "default_options", [] { return to_dict(DashOptions()); }, "Every dash.Dash keyword with its default value.");
   module.def(
-      "validate_options",
-      [](const py::dict& options) { dash_options_from(options, /*ignore_unknown=*/false); },
+      "validate_options", [](const py::dict& options) { dash_options_from(options, /*ignore_unknown=*/false); },
       "Raises ValueError naming the first unknown or out-of-range option.");
 }
 

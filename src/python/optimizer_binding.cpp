@@ -38,14 +38,15 @@ torch::optim::OptimizerParamGroup param_group(std::vector<at::Tensor> params, co
 std::shared_ptr<const DistributedContext> distributed_context(
     const py::object& process_group, const std::string& device_type, const std::string& communication_dtype) {
   DistributedOptions options;
-  options.communication_dtype(
-      as_value_error([&] { return parse_communication_dtype(communication_dtype); }, "dash.Dash: communication_dtype: "));
+  options.communication_dtype(as_value_error(
+      [&] { return parse_communication_dtype(communication_dtype); }, "dash.Dash: communication_dtype: "));
   if (process_group.is_none()) return nullptr;
   c10::intrusive_ptr<c10d::ProcessGroup> group;
   try {
     group = process_group.cast<c10::intrusive_ptr<c10d::ProcessGroup>>();
   } catch (const py::cast_error&) {
-    throw py::type_error("dash.Dash: process_group " + py::repr(process_group).cast<std::string>() +
+    throw py::type_error(
+        "dash.Dash: process_group " + py::repr(process_group).cast<std::string>() +
         " is not a c10d ProcessGroup this build of dash can use (torch and dash must be built with the same "
         "pybind11 ABI; see docs/python.md)");
   }

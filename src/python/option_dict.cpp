@@ -27,16 +27,12 @@ const char* optimizer_key(const char* root_field) {
 RootMethod parse_name(const std::string& name, RootMethod*) { return parse_root_method(name); }
 EigenHeuristic parse_name(const std::string& name, EigenHeuristic*) { return parse_eigen_heuristic(name); }
 Scaling parse_name(const std::string& name, Scaling*) { return parse_scaling(name); }
-NewtonDBPolynomial parse_name(const std::string& name, NewtonDBPolynomial*) {
-  return parse_newton_db_polynomial(name);
-}
+NewtonDBPolynomial parse_name(const std::string& name, NewtonDBPolynomial*) { return parse_newton_db_polynomial(name); }
 MatmulPrecision parse_name(const std::string& name, MatmulPrecision*) { return parse_matmul_precision(name); }
 GraftingType parse_name(const std::string& name, GraftingType*) { return parse_grafting_type(name); }
 Execution parse_name(const std::string& name, Execution*) { return parse_execution(name); }
 OneDimensional parse_name(const std::string& name, OneDimensional*) { return parse_one_dimensional(name); }
-NonFiniteGradients parse_name(const std::string& name, NonFiniteGradients*) {
-  return parse_non_finite_gradients(name);
-}
+NonFiniteGradients parse_name(const std::string& name, NonFiniteGradients*) { return parse_non_finite_gradients(name); }
 
 template <typename Value>
 py::object to_python(Value value) {
@@ -48,8 +44,8 @@ py::object to_python(Value value) {
 }
 
 [[noreturn]] void bad_value(const std::string& key, const char* expected, py::handle value) {
-  throw py::value_error("dash: option '" + key + "' must be " + expected + ", got " +
-      py::repr(value).cast<std::string>());
+  throw py::value_error(
+      "dash: option '" + key + "' must be " + expected + ", got " + py::repr(value).cast<std::string>());
 }
 
 // Strict about kinds (a bool is not a number, a float is not a block size), loose
@@ -58,13 +54,13 @@ template <typename Value>
 Value from_python(py::handle value, const std::string& key) {
   if constexpr (std::is_enum_v<Value>) {
     if (!py::isinstance<py::str>(value)) bad_value(key, "a string", value);
-    return as_value_error(
-        [&] { return parse_name(value.cast<std::string>(), static_cast<Value*>(nullptr)); },
+    return as_value_error([&] { return parse_name(value.cast<std::string>(), static_cast<Value*>(nullptr)); },
         "dash: option '" + key + "': ");
   } else if constexpr (std::is_same_v<Value, bool>) {
     // numpy.bool_ and one-element bool tensors are not Python bools but say what they mean.
     const bool boolean = py::isinstance<py::bool_>(value) ||
-        (py::hasattr(value, "dtype") && py::str(value.attr("dtype")).cast<std::string>().find("bool") != std::string::npos);
+                         (py::hasattr(value, "dtype") &&
+                             py::str(value.attr("dtype")).cast<std::string>().find("bool") != std::string::npos);
     const int truth = boolean ? PyObject_IsTrue(value.ptr()) : -1;
     if (truth < 0) {
       PyErr_Clear();  // e.g. a bool tensor of several elements
@@ -99,10 +95,10 @@ std::tuple<double, double> pair_from_python(py::handle value, const std::string&
 
 // Applies `key = value` to the root options; false if `key` is not a root option.
 bool set_root_option(InverseRootOptions& root, const std::string& key, py::handle value, bool optimizer_keys) {
-#define DASH_SET_ROOT(name, type)                                             \
-  if (key == (optimizer_keys ? optimizer_key(#name) : #name)) {                \
-    root.name(from_python<type>(value, key));                                 \
-    return true;                                                              \
+#define DASH_SET_ROOT(name, type)                               \
+  if (key == (optimizer_keys ? optimizer_key(#name) : #name)) { \
+    root.name(from_python<type>(value, key));                   \
+    return true;                                                \
   }
   DASH_ROOT_FIELDS(DASH_SET_ROOT)
 #undef DASH_SET_ROOT
@@ -110,10 +106,10 @@ bool set_root_option(InverseRootOptions& root, const std::string& key, py::handl
 }
 
 bool set_option(DashOptions& options, const std::string& key, py::handle value) {
-#define DASH_SET(name, type)                  \
-  if (key == #name) {                         \
+#define DASH_SET(name, type)                     \
+  if (key == #name) {                            \
     options.name(from_python<type>(value, key)); \
-    return true;                              \
+    return true;                                 \
   }
   DASH_OPTION_FIELDS(DASH_SET)
 #undef DASH_SET

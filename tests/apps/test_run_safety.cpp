@@ -170,13 +170,16 @@ TEST_F(RunSafety, AFullDiskKeepsTheLastGoodCheckpoint) {
 TEST(RunLogs, AFailedWriteNamesTheLog) {
   EXPECT_THAT(error_of([&] {
     CsvLog log("/dev/full", {"step", "loss"}, -1);
-  }), AllOf(HasSubstr("cannot write log file '/dev/full'"), HasSubstr("No space left on device")));
+  }),
+      AllOf(HasSubstr("cannot write log file '/dev/full'"), HasSubstr("No space left on device")));
 }
 
 TEST(RunLogs, AForeignLogIsAnErrorNotAStoll) {
   TemporaryFolder out;
   testing::write_file(out.file("train.csv"), "step,loss\nnot-a-step,1.0\n");
-  EXPECT_THAT(error_of([&] { CsvLog log(out.file("train.csv"), {"step", "loss"}, 3); }),
+  EXPECT_THAT(error_of([&] {
+    CsvLog log(out.file("train.csv"), {"step", "loss"}, 3);
+  }),
       AllOf(HasSubstr(out.file("train.csv")), HasSubstr("line 2")));
 }
 

@@ -26,7 +26,7 @@ TEST(TrainConfig, ConfigFileAndCommandLineSetKeysWithCommandLineLast) {
   TemporaryFolder folder;
   write_file(folder.file("config.json"), R"({"optimizer": "dash", "lr": 0.01, "root_method": "cn", "steps": 50})");
   const auto line = parse({"train", "--lr", "2e-3", "--config", folder.file("config.json"), "--block-size=64",
-                           "--resume", "--progress", "false"});
+      "--resume", "--progress", "false"});
   EXPECT_EQ(line.command, "train");
   EXPECT_EQ(line.config.optimizer, "dash");
   EXPECT_EQ(line.config.root_method, "cn");
@@ -51,8 +51,10 @@ TEST(TrainConfig, EveryKeyRoundTripsThroughJson) {
 TEST(TrainConfig, UnknownKeysAreErrorsThatNameThem) {
   TemporaryFolder folder;
   write_file(folder.file("config.json"), R"({"lr": 0.01, "learning_rate": 0.02})");
-  EXPECT_THAT(error_of([&] { parse({"--config", folder.file("config.json")}); }),
-              HasSubstr("unknown key 'learning_rate'"));
+  EXPECT_THAT(error_of([&] {
+    parse({"--config", folder.file("config.json")});
+  }),
+      HasSubstr("unknown key 'learning_rate'"));
   EXPECT_THAT(error_of([&] { parse({"--warmup", "10"}); }), HasSubstr("unknown key 'warmup'"));
   EXPECT_THAT(error_of([&] { parse({"compare", "--runs"}); }), HasSubstr("needs a value"));
   EXPECT_THAT(error_of([&] { parse({"--seeds", "1,2"}); }), HasSubstr("belong to 'compare'"));
@@ -71,8 +73,10 @@ TEST(TrainConfig, OutOfRangeAndWronglyTypedValuesAreErrorsThatNameTheKey) {
   EXPECT_THAT(error_of([&] { parse({"--stop-at", "500"}); }), HasSubstr("'stop_at'"));
   // Numbers outside double or int64 name the key, not the JSON library or a wrapped -1.
   EXPECT_THAT(error_of([&] { parse({"--lr", "1e400"}); }), HasSubstr("--lr 1e400: the number is out of range"));
-  EXPECT_THAT(error_of([&] { parse({"--steps", "18446744073709551615"}); }),
-              HasSubstr("'steps' (command line) expects an integer in [-2^63, 2^63)"));
+  EXPECT_THAT(error_of([&] {
+    parse({"--steps", "18446744073709551615"});
+  }),
+      HasSubstr("'steps' (command line) expects an integer in [-2^63, 2^63)"));
   EXPECT_THAT(error_of([&] { parse({"--steps", "1e30"}); }), HasSubstr("'steps' (command line) expects an integer"));
   EXPECT_THAT(error_of([&] { parse({"compare", "--seeds", "18446744073709551615"}); }), HasSubstr("--seeds"));
   TemporaryFolder folder;
@@ -86,8 +90,8 @@ TEST(TrainConfig, OutOfRangeAndWronglyTypedValuesAreErrorsThatNameTheKey) {
 }
 
 TEST(TrainConfig, HelpIsHonouredAnywhere) {
-  for (const auto& arguments : std::vector<std::vector<std::string>>{{"-h"}, {"--help"}, {"compare", "-h"},
-           {"--lr", "-1", "--help"}, {"help"}}) {
+  for (const auto& arguments : std::vector<std::vector<std::string>>{
+           {"-h"}, {"--help"}, {"compare", "-h"}, {"--lr", "-1", "--help"}, {"help"}}) {
     EXPECT_EQ(parse(arguments).command, "help") << arguments.front();
   }
 }

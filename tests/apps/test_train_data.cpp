@@ -16,8 +16,8 @@ namespace dash_train {
 namespace {
 
 using dash::testing::error_of;
-using testing::TemporaryFolder;
 using testing::synthetic_text;
+using testing::TemporaryFolder;
 using testing::write_file;
 
 std::string as_string(const at::Tensor& bytes) { return ByteTokenizer::decode(bytes); }
@@ -34,8 +34,10 @@ TEST(ByteTokenizer, RoundTripsEveryByteValue) {
 }
 
 TEST(ByteTokenizer, RejectsIdsOutsideTheVocabulary) {
-  EXPECT_THAT(error_of([] { ByteTokenizer::decode(at::tensor({65, 256}, at::kLong)); }),
-              ::testing::HasSubstr("[0, 256)"));
+  EXPECT_THAT(error_of([] {
+    ByteTokenizer::decode(at::tensor({65, 256}, at::kLong));
+  }),
+      ::testing::HasSubstr("[0, 256)"));
 }
 
 TEST(TextCorpus, FolderSplitKeepsEveryDocumentWholeInExactlyOneSplit) {
@@ -56,8 +58,8 @@ TEST(TextCorpus, FolderSplitKeepsEveryDocumentWholeInExactlyOneSplit) {
     const bool in_train = train.find(marker) != std::string::npos;
     const bool in_validation = validation.find(marker) != std::string::npos;
     EXPECT_NE(in_train, in_validation) << marker;
-    EXPECT_EQ(in_validation, is_validation_document("docs/part" + std::to_string(i % 3) + "/doc" +
-                                                        std::to_string(i) + ".txt", 0.2))
+    EXPECT_EQ(in_validation,
+        is_validation_document("docs/part" + std::to_string(i % 3) + "/doc" + std::to_string(i) + ".txt", 0.2))
         << marker;
   }
   // Deterministic: loading again gives the same bytes.
@@ -84,25 +86,24 @@ TEST(TextCorpus, SingleFileHoldsOutItsTail) {
 
 TEST(TextCorpus, BadPathsGetClearErrors) {
   TemporaryFolder folder;
-  EXPECT_THAT(error_of([&] { load_text_corpus(folder.file("missing.txt"), 0.1, 8); }),
-              ::testing::HasSubstr("does not exist"));
+  EXPECT_THAT(
+      error_of([&] { load_text_corpus(folder.file("missing.txt"), 0.1, 8); }), ::testing::HasSubstr("does not exist"));
   write_file(folder.file("empty.txt"), "");
-  EXPECT_THAT(error_of([&] { load_text_corpus(folder.file("empty.txt"), 0.1, 8); }),
-              ::testing::HasSubstr("is empty"));
+  EXPECT_THAT(error_of([&] { load_text_corpus(folder.file("empty.txt"), 0.1, 8); }), ::testing::HasSubstr("is empty"));
   TemporaryFolder empty_folder;
-  EXPECT_THAT(error_of([&] { load_text_corpus(empty_folder.path(), 0.1, 8); }),
-              ::testing::HasSubstr("no non-empty file"));
+  EXPECT_THAT(
+      error_of([&] { load_text_corpus(empty_folder.path(), 0.1, 8); }), ::testing::HasSubstr("no non-empty file"));
   write_file(folder.file("short.txt"), "tiny");
   EXPECT_THAT(error_of([&] { load_text_corpus(folder.file("short.txt"), 0.5, 8); }),
-              ::testing::HasSubstr("fewer than one training window"));
+      ::testing::HasSubstr("fewer than one training window"));
   EXPECT_THAT(error_of([&] { load_text_corpus(folder.file("short.txt"), 1.5, 1); }),
-              ::testing::HasSubstr("validation_fraction"));
+      ::testing::HasSubstr("validation_fraction"));
   // /dev/zero never ends, a pipe may never be written to: refused, not read.
-  EXPECT_THAT(error_of([&] { load_text_corpus("/dev/zero", 0.1, 8); }),
-              ::testing::HasSubstr("not a regular file or a folder"));
+  EXPECT_THAT(
+      error_of([&] { load_text_corpus("/dev/zero", 0.1, 8); }), ::testing::HasSubstr("not a regular file or a folder"));
   ASSERT_EQ(::mkfifo(folder.file("pipe").c_str(), 0600), 0);
   EXPECT_THAT(error_of([&] { load_text_corpus(folder.file("pipe"), 0.1, 8); }),
-              ::testing::HasSubstr("not a regular file or a folder"));
+      ::testing::HasSubstr("not a regular file or a folder"));
 }
 
 TEST(TokenBatches, TargetsAreInputsShiftedByOneAndWindowsComeFromTheText) {
@@ -113,7 +114,8 @@ TEST(TokenBatches, TargetsAreInputsShiftedByOneAndWindowsComeFromTheText) {
   ASSERT_EQ(batch.inputs.scalar_type(), at::kLong);
   EXPECT_TRUE(at::equal(batch.inputs.narrow(1, 1, 15), batch.targets.narrow(1, 0, 15)));
   for (int64_t row = 0; row < 4; ++row) {
-    const auto window = ByteTokenizer::decode(batch.inputs[row]) + ByteTokenizer::decode(batch.targets[row][15].view(1));
+    const auto window =
+        ByteTokenizer::decode(batch.inputs[row]) + ByteTokenizer::decode(batch.targets[row][15].view(1));
     EXPECT_NE(text.find(window), std::string::npos) << window;
   }
 }

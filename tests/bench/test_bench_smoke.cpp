@@ -31,8 +31,8 @@ nlohmann::json read_json(const std::string& path) {
 // parameter shapes (independently of the optimizer's stacks): 2·r·c·(r + c) per
 // block for the factor updates, the same again for L̄ Ĝ R̄.
 double smoke_factor_flops() {
-  const std::vector<std::pair<int64_t, int64_t>> matrices = {{40, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16},
-      {24, 16}, {24, 16}, {16, 24}, {40, 16}};
+  const std::vector<std::pair<int64_t, int64_t>> matrices = {
+      {40, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {24, 16}, {24, 16}, {16, 24}, {40, 16}};
   double flops = 0.0;
   for (const auto& [rows, cols] : matrices) {
     for (int64_t row = 0; row < rows; row += 8) {
@@ -49,8 +49,8 @@ double smoke_factor_flops() {
 TEST(BenchSmoke, StepBenchWritesEveryConfiguration) {
   const auto path = ::testing::TempDir() + "dash_step_bench.json";
   ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "1,10", "--methods", "evd,ndb",
-                "--scalings", "fro,multi-pi", "--precisions", "fp32,bf16", "--executions", "batched,auto",
-                "--profile", "1", "--json", path}),
+                "--scalings", "fro,multi-pi", "--precisions", "fp32,bf16", "--executions", "batched,auto", "--profile",
+                "1", "--json", path}),
       0);
   auto report = read_json(path);
   std::set<std::string> labels;
@@ -72,7 +72,8 @@ TEST(BenchSmoke, StepBenchWritesEveryConfiguration) {
     EXPECT_GT(row["ceiling_gflops"].get<double>(), 0.0) << label;
     // The floor: the non-root matmuls, which are float32 whatever the roots' precision.
     EXPECT_NEAR(row["floor_ms"].get<double>(),
-        2.0 * smoke_factor_flops() / (row["fp32_ceiling_gflops"].get<double>() * 1e6), 1e-9) << label;
+        2.0 * smoke_factor_flops() / (row["fp32_ceiling_gflops"].get<double>() * 1e6), 1e-9)
+        << label;
     if (label.find("fp32") != std::string::npos) {
       EXPECT_EQ(row["fp32_ceiling_gflops"].get<double>(), row["ceiling_gflops"].get<double>()) << label;
     }
@@ -83,8 +84,9 @@ TEST(BenchSmoke, StepBenchWritesEveryConfiguration) {
     EXPECT_EQ(row["root_choices"].get<std::string>().empty(), label.rfind("auto", 0) != 0) << label;
     std::set<std::string> phases;
     for (const auto& [phase, ms] : row["phases_ms"].items()) phases.insert(phase);
-    EXPECT_EQ(phases, (std::set<std::string>{"communication", "copies", "factors", "grafting", "preconditioning",
-                          "roots"})) << label;
+    EXPECT_EQ(
+        phases, (std::set<std::string>{"communication", "copies", "factors", "grafting", "preconditioning", "roots"}))
+        << label;
     EXPECT_GT(row["phases_ms"]["roots"].get<double>(), 0.0) << label;
   }
 }
@@ -169,13 +171,19 @@ TEST(BenchSmoke, BadValuesFailBeforeAnythingIsMeasured) {
   EXPECT_THAT(message([] { run_step_bench({"--frequencies", "1,0"}); }), HasSubstr("--frequencies must be in [1"));
   EXPECT_THAT(message([] { run_step_bench({"--frequencies", "1,x"}); }), HasSubstr("--frequencies expects integers"));
   EXPECT_THAT(message([] { run_step_bench({"--steps", "99999999999999999999"}); }), HasSubstr("--steps expects"));
-  EXPECT_THAT(message([] { run_step_bench({"--json", "/nonexistent-folder/report.json"}); }),
+  EXPECT_THAT(message([] {
+    run_step_bench({"--json", "/nonexistent-folder/report.json"});
+  }),
       HasSubstr("--json '/nonexistent-folder/report.json' cannot be written"));
   EXPECT_THAT(message([] { run_step_bench({"--eigen-tolerances", "0,2"}); }), HasSubstr("--eigen-tolerances"));
   EXPECT_THAT(message([] { run_step_bench({"--methods", "evd,svd"}); }), HasSubstr("'svd'"));
-  EXPECT_THAT(message([] { run_step_bench({"--ndb-polynomials", "chebyshev"}); }),
+  EXPECT_THAT(message([] {
+    run_step_bench({"--ndb-polynomials", "chebyshev"});
+  }),
       HasSubstr("unknown NewtonDB polynomial 'chebyshev'"));
-  EXPECT_THAT(message([] { run_accuracy_bench({"--minimax-interval-min", "0"}); }),
+  EXPECT_THAT(message([] {
+    run_accuracy_bench({"--minimax-interval-min", "0"});
+  }),
       HasSubstr("--minimax-interval-min must be in"));
   EXPECT_THAT(message([] { run_solver_bench({"--reps", "0"}); }), HasSubstr("--reps must be in [1"));
   EXPECT_THAT(message([] { run_solver_bench({"--p", "1000000000"}); }), HasSubstr("--p must be in [1, 64]"));

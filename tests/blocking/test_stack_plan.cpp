@@ -62,7 +62,8 @@ void expect_regions_match_positions(const StackPlan& plan, const std::vector<std
       const auto block = flat_positions(plan, stack, b);
       positions.insert(positions.end(), block.begin(), block.end());
     }
-    auto expected = flat.index_select(0, at::tensor(positions, at::kLong)).view({stack.count(), stack.rows, stack.cols});
+    auto expected =
+        flat.index_select(0, at::tensor(positions, at::kLong)).view({stack.count(), stack.rows, stack.cols});
     auto gathered = at::full_like(expected, -1.0f);
     int64_t covered = 0;
     for (const auto& region : stack.regions) {

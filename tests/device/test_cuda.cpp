@@ -42,15 +42,15 @@ TEST_F(Cuda, SolversMatchTheCpu) {
 
 TEST_F(Cuda, OptimizerStepsMatchTheCpu) {
   auto generator = at::detail::createCPUGenerator(3);
-  std::vector<at::Tensor> cpu = {at::randn({40, 24}, generator), at::randn({24}, generator),
-      at::randn({8, 3, 3, 3}, generator)};
+  std::vector<at::Tensor> cpu = {
+      at::randn({40, 24}, generator), at::randn({24}, generator), at::randn({8, 3, 3, 3}, generator)};
   std::vector<at::Tensor> cuda;
   for (auto& p : cpu) {
     cuda.push_back(p.to(at::kCUDA).set_requires_grad(true));
     p.set_requires_grad(true);
   }
-  auto options = DashOptions(0.01).block_size(16).start_step(2).root_frequency(2)
-      .root(InverseRootOptions().method(RootMethod::EVD));
+  auto options = DashOptions(0.01).block_size(16).start_step(2).root_frequency(2).root(
+      InverseRootOptions().method(RootMethod::EVD));
   Dash cpu_optimizer(cpu, options);
   Dash cuda_optimizer(cuda, options);
   for (int t = 0; t < 6; ++t) testing::step_twins(cpu, cpu_optimizer, cuda, cuda_optimizer, generator);

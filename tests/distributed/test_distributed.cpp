@@ -29,8 +29,8 @@ constexpr auto kLaunchTimeout = std::chrono::seconds(120);
 using OutputFolder = testing::TemporaryFolder;
 
 int launch(const std::string& scenario, int64_t ranks, const OutputFolder& out) {
-  return launch::launch_local_ranks({DASH_DISTRIBUTED_WORKER, scenario, out.path()}, ranks, std::chrono::seconds(30),
-      kLaunchTimeout);
+  return launch::launch_local_ranks(
+      {DASH_DISTRIBUTED_WORKER, scenario, out.path()}, ranks, std::chrono::seconds(30), kLaunchTimeout);
 }
 
 std::vector<at::Tensor> load_parameters(const std::string& path) {
@@ -78,7 +78,8 @@ void expect_ranks_identical(const OutputFolder& out, int64_t ranks, const std::v
   for (int64_t rank = 1; rank < ranks; ++rank) {
     const auto other = load_parameters(out.file("params-rank" + std::to_string(rank) + ".pt"));
     ASSERT_EQ(other.size(), rank0.size());
-    for (size_t i = 0; i < other.size(); ++i) EXPECT_TRUE(at::equal(other[i], rank0[i])) << "rank " << rank << " param " << i;
+    for (size_t i = 0; i < other.size(); ++i)
+      EXPECT_TRUE(at::equal(other[i], rank0[i])) << "rank " << rank << " param " << i;
   }
 }
 

@@ -88,8 +88,8 @@ TEST(UpdateExchange, SixteenBitExchangeRoundsLikeACast) {
     });
     for (int64_t rank = 0; rank < 2; ++rank) {
       auto expected = updates_of(0).narrow(0, 0, 8);
-      expected.narrow(0, 0, 8).index_copy_(0, at::tensor(kPositions[1], at::kLong),
-          updates_of(1).index_select(0, at::tensor(kPositions[1], at::kLong)));
+      expected.narrow(0, 0, 8).index_copy_(
+          0, at::tensor(kPositions[1], at::kLong), updates_of(1).index_select(0, at::tensor(kPositions[1], at::kLong)));
       EXPECT_TRUE(at::equal(results[rank].narrow(0, 0, 8), expected.to(type).to(at::kFloat))) << "rank " << rank;
       EXPECT_FALSE(at::equal(results[rank].narrow(0, 0, 8), expected)) << "no rounding happened";
     }
@@ -100,15 +100,18 @@ TEST(UpdateExchange, SixteenBitExchangeRoundsLikeACast) {
 // each (40 bytes for both shares), or 6 halves, 3 words (24 bytes).
 TEST(UpdateExchange, CountsThePaddedBufferOfAllRanks) {
   for (auto [dtype, bytes] : {std::pair{CommunicationDtype::FP32, 40}, std::pair{CommunicationDtype::BF16, 24}}) {
-    on_two_ranks(DistributedOptions().communication_dtype(dtype), [&, bytes = bytes](int64_t, DistributedContext& context) {
-      EXPECT_EQ(UpdateExchange(context, kPositions, kFlatNumel, at::kCPU).bytes_per_step(), bytes);
-    });
+    on_two_ranks(
+        DistributedOptions().communication_dtype(dtype), [&, bytes = bytes](int64_t, DistributedContext& context) {
+          EXPECT_EQ(UpdateExchange(context, kPositions, kFlatNumel, at::kCPU).bytes_per_step(), bytes);
+        });
   }
 }
 
 TEST(UpdateExchange, RejectsPositionsForAnotherNumberOfRanksAndOtherUpdateTypes) {
   on_two_ranks({}, [&](int64_t, DistributedContext& context) {
-    EXPECT_THAT(testing::error_of([&] { UpdateExchange(context, {{0, 1}}, kFlatNumel, at::kCPU); }),
+    EXPECT_THAT(testing::error_of([&] {
+      UpdateExchange(context, {{0, 1}}, kFlatNumel, at::kCPU);
+    }),
         ::testing::HasSubstr("needs positions for each of 2 ranks"));
     UpdateExchange exchange(context, kPositions, kFlatNumel, at::kCPU);
     auto doubles = at::zeros({kFlatNumel + 1}, at::kDouble);

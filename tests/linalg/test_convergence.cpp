@@ -71,8 +71,7 @@ TEST_P(NewtonConvergence, ToleranceStopsEarlyAtACheckStep) {
   EXPECT_LE(inverse_root_with_diagnostics(a, 2, options.newton_steps(matched)).residual.max().item<double>(), 1e-3);
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, NewtonConvergence,
-    ::testing::Values(RootMethod::CoupledNewton, RootMethod::NewtonDB),
+INSTANTIATE_TEST_SUITE_P(Methods, NewtonConvergence, ::testing::Values(RootMethod::CoupledNewton, RootMethod::NewtonDB),
     [](const auto& info) { return to_string(info.param); });
 
 // The paper's scaling claim at b = 256, on a Shampoo-like factor: a Wishart matrix
@@ -99,8 +98,8 @@ TEST(ScalingClaim, PowerIterationNeedsFewerStepsThanFrobeniusAtB256) {
     auto frobenius = steps_to_reach(input, reference, method, Scaling::Frobenius);
     auto power = steps_to_reach(input, reference, method, Scaling::PowerIteration);
     auto multi = steps_to_reach(input, reference, method, Scaling::MultiPowerIteration);
-    std::cout << to_string(method) << " steps to 1e-3 at b=256: fro " << frobenius << ", pi " << power
-              << ", multi-pi " << multi << "\n";
+    std::cout << to_string(method) << " steps to 1e-3 at b=256: fro " << frobenius << ", pi " << power << ", multi-pi "
+              << multi << "\n";
     EXPECT_LT(power, frobenius) << to_string(method);
     EXPECT_LT(multi, frobenius) << to_string(method);
   }
@@ -115,8 +114,11 @@ TEST(ChebyshevConvergence, ErrorFallsWithDegree) {
   const int64_t b = 64;
   auto spectrum = log_spaced_spectrum(2, b, condition, 33);
   // Frobenius scale ≤ √b·λ_max, so the scaled spectrum lies above 1/(κ√b).
-  auto options = InverseRootOptions().method(RootMethod::Chebyshev).scaling(Scaling::Frobenius).epsilon(0.0)
-      .chebyshev_interval_min(1.0 / (condition * 8.0) / 1.01);
+  auto options = InverseRootOptions()
+                     .method(RootMethod::Chebyshev)
+                     .scaling(Scaling::Frobenius)
+                     .epsilon(0.0)
+                     .chebyshev_interval_min(1.0 / (condition * 8.0) / 1.01);
   double previous = 1.0;
   for (int64_t degree : {5, 10, 20, 40}) {
     double error = error_after(spectrum, 4, options.chebyshev_degree(degree));

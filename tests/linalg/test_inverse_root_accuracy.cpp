@@ -22,8 +22,8 @@ using testing::reference_inverse_root;
 
 std::string case_name(const ::testing::TestParamInfo<std::tuple<RootMethod, int64_t, int64_t, int64_t, double>>& info) {
   auto [method, b, count, p, condition] = info.param;
-  return to_string(method) + "_b" + std::to_string(b) + "_n" + std::to_string(count) + "_p" +
-      std::to_string(p) + "_k1e" + std::to_string(static_cast<int>(std::log10(condition) + 0.5));
+  return to_string(method) + "_b" + std::to_string(b) + "_n" + std::to_string(count) + "_p" + std::to_string(p) +
+         "_k1e" + std::to_string(static_cast<int>(std::log10(condition) + 0.5));
 }
 
 // Default options (10 steps, multi-vector power iteration, Chebyshev degree 40),
@@ -51,9 +51,13 @@ TEST_P(DefaultOptionsAccuracy, MatchesFloat64Reference) {
   auto options = InverseRootOptions().method(method).epsilon(0.0);
   double tolerance = 0.0;
   switch (method) {
-    case RootMethod::EVD: tolerance = float32_floor(condition, b, p) + 1e-6; break;
+    case RootMethod::EVD:
+      tolerance = float32_floor(condition, b, p) + 1e-6;
+      break;
     case RootMethod::CoupledNewton:
-    case RootMethod::NewtonDB: tolerance = 1e-2; break;
+    case RootMethod::NewtonDB:
+      tolerance = 1e-2;
+      break;
     case RootMethod::Chebyshev: {
       const double delta = chebyshev_interval_for(condition);
       options.chebyshev_interval_min(delta);
@@ -70,9 +74,7 @@ TEST_P(DefaultOptionsAccuracy, MatchesFloat64Reference) {
 INSTANTIATE_TEST_SUITE_P(AllMethods, DefaultOptionsAccuracy,
     ::testing::Combine(
         ::testing::Values(RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev),
-        ::testing::Values(1, 2, 7, 64, 256),
-        ::testing::Values(1, 5),
-        ::testing::Values(1, 2, 4),
+        ::testing::Values(1, 2, 7, 64, 256), ::testing::Values(1, 5), ::testing::Values(1, 2, 4),
         ::testing::Values(1.0, 1e2)),
     case_name);
 
@@ -107,8 +109,8 @@ TEST_P(IllConditioned, Float32SolversReachTheFloat32Floor) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Sizes, IllConditioned,
-    ::testing::Combine(::testing::Values(7, 64, 256), ::testing::Values(1, 2, 4)));
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, IllConditioned, ::testing::Combine(::testing::Values(7, 64, 256), ::testing::Values(1, 2, 4)));
 
 // Any positive p for EVD, CN and Chebyshev (NDB: powers of two only).
 TEST(InverseRootAccuracy, OddRootsForEvdAndCoupledNewton) {
@@ -116,10 +118,14 @@ TEST(InverseRootAccuracy, OddRootsForEvdAndCoupledNewton) {
   for (int64_t p : {3, 5, 6}) {
     auto reference = reference_inverse_root(spectrum, 0.0, p);
     auto input = spectrum.matrices.to(at::kFloat);
-    EXPECT_LE(max_relative_error(inverse_root(input, p, InverseRootOptions().method(RootMethod::EVD).epsilon(0)),
-                  reference), 1e-5) << "EVD p=" << p;
-    EXPECT_LE(max_relative_error(inverse_root(input, p, InverseRootOptions().method(RootMethod::CoupledNewton)
-                  .epsilon(0)), reference), 1e-4) << "CN p=" << p;
+    EXPECT_LE(
+        max_relative_error(inverse_root(input, p, InverseRootOptions().method(RootMethod::EVD).epsilon(0)), reference),
+        1e-5)
+        << "EVD p=" << p;
+    EXPECT_LE(max_relative_error(
+                  inverse_root(input, p, InverseRootOptions().method(RootMethod::CoupledNewton).epsilon(0)), reference),
+        1e-4)
+        << "CN p=" << p;
   }
 }
 

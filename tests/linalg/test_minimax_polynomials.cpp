@@ -46,8 +46,8 @@ TEST(MinimaxPolynomials, EquioscillateAtDegreeOverTwoPlusTwoPoints) {
         const auto p = minimax_odd_polynomial(lower, upper, degree);
         double worst = 0.0;
         for (double x : grid(lower, upper, 400001)) worst = std::max(worst, std::abs(1.0 - p(x)));
-        SCOPED_TRACE("degree " + std::to_string(degree) + " on [" + std::to_string(lower) + ", " +
-            std::to_string(upper) + "]");
+        SCOPED_TRACE(
+            "degree " + std::to_string(degree) + " on [" + std::to_string(lower) + ", " + std::to_string(upper) + "]");
         EXPECT_NEAR(p.error, worst, 1e-9 * worst);  // the reported error is the true maximum
         EXPECT_EQ(alternations(p, lower, upper, worst), (degree + 1) / 2 + 1);
         EXPECT_LT(worst, 1.0);  // every x of the interval moves closer to 1

@@ -46,8 +46,8 @@ TEST(NewtonDBMinimax, ReachesTheFloat32FloorWhenTheIntervalCoversTheSpectrum) {
     for (auto polynomial : {NewtonDBPolynomial::Minimax3, NewtonDBPolynomial::Minimax5}) {
       for (int64_t p : {1, 2, 4, 8}) {
         auto options = minimax(polynomial, covering_interval(condition)).newton_steps(20);
-        const double error = max_relative_error(inverse_root(spectrum.matrices.to(at::kFloat), p, options),
-            reference_inverse_root(spectrum, 0.0, p));
+        const double error = max_relative_error(
+            inverse_root(spectrum.matrices.to(at::kFloat), p, options), reference_inverse_root(spectrum, 0.0, p));
         std::cout << to_string(polynomial) << " kappa " << condition << " p " << p << ": error " << error
                   << ", matmuls " << matmuls(b, p, options) << "\n";
         EXPECT_LE(error, float32_floor(condition, b, p) + 1e-5)
@@ -63,13 +63,13 @@ TEST(NewtonDBMinimax, DefaultIntervalTakesFewerMatmulsThanNewtonSchulzForFarLess
   auto spectrum = log_spaced_spectrum(4, b, condition, /*seed=*/8);
   const auto reference = reference_inverse_root(spectrum, 0.0, 4);
   const auto newton_schulz = InverseRootOptions().method(RootMethod::NewtonDB).epsilon(0.0);
-  const double newton_schulz_error = max_relative_error(inverse_root(spectrum.matrices.to(at::kFloat), 4, newton_schulz), reference);
+  const double newton_schulz_error =
+      max_relative_error(inverse_root(spectrum.matrices.to(at::kFloat), 4, newton_schulz), reference);
   for (auto polynomial : {NewtonDBPolynomial::Minimax3, NewtonDBPolynomial::Minimax5}) {
     const auto options = InverseRootOptions(newton_schulz).newton_db_polynomial(polynomial);
     const double error = max_relative_error(inverse_root(spectrum.matrices.to(at::kFloat), 4, options), reference);
     std::cout << to_string(polynomial) << ": error " << error << " with " << matmuls(b, 4, options)
-              << " matmuls; newton-schulz " << newton_schulz_error << " with " << matmuls(b, 4, newton_schulz)
-              << "\n";
+              << " matmuls; newton-schulz " << newton_schulz_error << " with " << matmuls(b, 4, newton_schulz) << "\n";
     EXPECT_LE(error, 1e-3) << to_string(polynomial);
     EXPECT_GT(newton_schulz_error, 1e-1);  // ten Newton–Schulz steps do not reach λ_min at κ = 1e4
     EXPECT_LT(matmuls(b, 4, options), matmuls(b, 4, newton_schulz)) << to_string(polynomial);
@@ -83,8 +83,8 @@ TEST(NewtonDBMinimax, MatchedIntervalMeetsOneInAThousandWithUnderSixtyPercentOfT
   const double condition = 1e4;
   auto spectrum = log_spaced_spectrum(4, b, condition, /*seed=*/9);
   const auto options = minimax(NewtonDBPolynomial::Minimax5, covering_interval(condition)).newton_steps(5);
-  const double error = max_relative_error(inverse_root(spectrum.matrices.to(at::kFloat), 4, options),
-      reference_inverse_root(spectrum, 0.0, 4));
+  const double error = max_relative_error(
+      inverse_root(spectrum.matrices.to(at::kFloat), 4, options), reference_inverse_root(spectrum, 0.0, 4));
   const auto paper = InverseRootOptions().method(RootMethod::NewtonDB);
   std::cout << "minimax5, 5 steps a pass: error " << error << " with " << matmuls(b, 4, options) << " matmuls; paper "
             << matmuls(b, 4, paper) << "\n";

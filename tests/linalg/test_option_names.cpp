@@ -21,11 +21,12 @@ TEST(OptionNames, RoundTripAndAliases) {
   for (auto h : {EigenHeuristic::Shampoo, EigenHeuristic::Abs, EigenHeuristic::AbsAdd, EigenHeuristic::PseudoInverse}) {
     EXPECT_EQ(parse_eigen_heuristic(to_string(h)), h);
   }
-  for (auto g : {GraftingType::Adam, GraftingType::RMSprop, GraftingType::AdaGrad, GraftingType::SGD,
-           GraftingType::None}) {
+  for (auto g :
+      {GraftingType::Adam, GraftingType::RMSprop, GraftingType::AdaGrad, GraftingType::SGD, GraftingType::None}) {
     EXPECT_EQ(parse_grafting_type(to_string(g)), g);
   }
-  for (auto e : {Execution::Auto, Execution::Batched, Execution::Sequential}) EXPECT_EQ(parse_execution(to_string(e)), e);
+  for (auto e : {Execution::Auto, Execution::Batched, Execution::Sequential})
+    EXPECT_EQ(parse_execution(to_string(e)), e);
   for (auto c : {CommunicationDtype::FP32, CommunicationDtype::BF16, CommunicationDtype::FP16}) {
     EXPECT_EQ(parse_communication_dtype(to_string(c)), c);
   }

@@ -31,8 +31,9 @@ class EveryCombination : public ::testing::TestWithParam<Combination> {};
 TEST_P(EveryCombination, WithinTheToleranceOfItsPrecision) {
   auto [method, scaling, precision] = GetParam();
   auto spectrum = log_spaced_spectrum(2, 64, 10.0, 51);
-  auto options = InverseRootOptions().method(method).scaling(scaling).precision(precision).epsilon(0.0)
-      .chebyshev_interval_min(1.0 / (10.0 * 8.0) / 1.01);
+  auto options =
+      InverseRootOptions().method(method).scaling(scaling).precision(precision).epsilon(0.0).chebyshev_interval_min(
+          1.0 / (10.0 * 8.0) / 1.01);
   double tolerance = 1e-3;
   if (precision == MatmulPrecision::FP16) tolerance = 20 * 4.9e-4;
   if (precision == MatmulPrecision::BF16) tolerance = 20 * 3.9e-3;
@@ -66,8 +67,7 @@ std::string combination_name(const ::testing::TestParamInfo<Combination>& info) 
 }
 
 INSTANTIATE_TEST_SUITE_P(Iterative, EveryCombination,
-    ::testing::Combine(
-        ::testing::Values(RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev),
+    ::testing::Combine(::testing::Values(RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev),
         ::testing::Values(Scaling::Frobenius, Scaling::PowerIteration, Scaling::MultiPowerIteration),
         ::testing::Values(MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16)),
     combination_name);
@@ -75,9 +75,7 @@ INSTANTIATE_TEST_SUITE_P(Iterative, EveryCombination,
 // EVD ignores the scaling (it needs no spectral bound); precision applies to its
 // reconstruction matmul.
 INSTANTIATE_TEST_SUITE_P(Evd, EveryCombination,
-    ::testing::Combine(
-        ::testing::Values(RootMethod::EVD),
-        ::testing::Values(Scaling::Frobenius),
+    ::testing::Combine(::testing::Values(RootMethod::EVD), ::testing::Values(Scaling::Frobenius),
         ::testing::Values(MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16)),
     combination_name);
 

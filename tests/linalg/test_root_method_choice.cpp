@@ -19,13 +19,13 @@
 namespace dash {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 // Q diag(√λ) Qᵀ: the weight the errors are measured with, from the construction.
 at::Tensor square_root(const testing::KnownSpectrum& spectrum) {
-  return at::matmul(spectrum.vectors * spectrum.eigenvalues.clamp_min(0.0).sqrt().unsqueeze(-2),
-      spectrum.vectors.transpose(1, 2));
+  return at::matmul(
+      spectrum.vectors * spectrum.eigenvalues.clamp_min(0.0).sqrt().unsqueeze(-2), spectrum.vectors.transpose(1, 2));
 }
 
 double weighted_error(const at::Tensor& root, const at::Tensor& reference, const at::Tensor& weight) {
@@ -78,8 +78,9 @@ TEST(ChooseRootMethod, ErrorIsTheRootErrorOnGradientsDistributedLikeTheMatrix) {
   auto matrices = spectrum.matrices.to(at::kFloat);
   InverseRootWorkspace workspace;
   auto choice = choose_root_method(matrices, 4, options, workspace);
-  const auto expected = weighted_error(inverse_root(matrices, 4, InverseRootOptions(options).method(
-      RootMethod::CoupledNewton)), testing::reference_inverse_root(spectrum, epsilon, 4), square_root(spectrum));
+  const auto expected =
+      weighted_error(inverse_root(matrices, 4, InverseRootOptions(options).method(RootMethod::CoupledNewton)),
+          testing::reference_inverse_root(spectrum, epsilon, 4), square_root(spectrum));
   ASSERT_GT(expected, 1e-2) << "the test needs an inexact root";
   // The float32 rounding of the input moves the exact root by ~1e-5 relative.
   EXPECT_NEAR(trial_of(choice, RootMethod::CoupledNewton).error, expected, 1e-3 * expected);
@@ -89,7 +90,8 @@ TEST(ChooseRootMethod, ErrorIsTheRootErrorOnGradientsDistributedLikeTheMatrix) {
 // relative error even of float32 EVD, but no gradient visits them.
 TEST(ChooseRootMethod, DirectionsWithoutEnergyDoNotCount) {
   auto eigenvalues = at::cat({at::logspace(0.0, -2.0, 16, 10.0, at::kDouble), at::zeros({16}, at::kDouble)})
-                         .unsqueeze(0).repeat({3, 1});
+                         .unsqueeze(0)
+                         .repeat({3, 1});
   auto spectrum = testing::with_eigenvalues(eigenvalues, /*seed=*/13);
   auto options = InverseRootOptions().method(RootMethod::EVD).epsilon(1e-10);
   auto matrices = spectrum.matrices.to(at::kFloat);
@@ -99,14 +101,15 @@ TEST(ChooseRootMethod, DirectionsWithoutEnergyDoNotCount) {
   const auto reference = testing::reference_inverse_root(spectrum, 1e-10, 4);
   ASSERT_GT(testing::max_relative_error(evd_root, reference), 0.1) << "the plain error is large";
   EXPECT_LT(trial_of(choice, RootMethod::EVD).error, 1e-3);
-  EXPECT_NEAR(trial_of(choice, RootMethod::EVD).error, weighted_error(evd_root, reference, square_root(spectrum)), 1e-4);
+  EXPECT_NEAR(
+      trial_of(choice, RootMethod::EVD).error, weighted_error(evd_root, reference, square_root(spectrum)), 1e-4);
 }
 
 TEST(ChooseRootMethod, WithoutAnAccurateEnoughMethodTakesTheMostAccurate) {
   auto spectrum = testing::log_spaced_spectrum(4, 32, 1e2, /*seed=*/14);
   InverseRootWorkspace workspace;
-  auto choice = choose_root_method(
-      spectrum.matrices.to(at::kFloat), 2, InverseRootOptions().auto_max_error(1e-15), workspace);
+  auto choice =
+      choose_root_method(spectrum.matrices.to(at::kFloat), 2, InverseRootOptions().auto_max_error(1e-15), workspace);
   double smallest = std::numeric_limits<double>::infinity();
   for (const auto& trial : choice.trials) {
     EXPECT_FALSE(trial.meets_accuracy);
@@ -131,7 +134,8 @@ TEST(ChooseRootMethod, RejectsStacksWithoutAFiniteMatrixAndInverseRootRejectsAut
   auto nan_stack = at::full({2, 8, 8}, std::numeric_limits<float>::quiet_NaN());
   EXPECT_THAT(error_of([&] { choose_root_method(nan_stack, 4, InverseRootOptions(), workspace); }),
       HasSubstr("no matrix of the stack is finite"));
-  EXPECT_THAT(error_of([&] { inverse_root(at::eye(8).unsqueeze(0), 4, InverseRootOptions().method(RootMethod::Auto)); }),
+  EXPECT_THAT(
+      error_of([&] { inverse_root(at::eye(8).unsqueeze(0), 4, InverseRootOptions().method(RootMethod::Auto)); }),
       HasSubstr("RootMethod::Auto is chosen per stack"));
   EXPECT_THAT(error_of([&] { check_inverse_root_options(4, InverseRootOptions().auto_max_error(0.0)); }),
       HasSubstr("auto_max_error must be > 0"));

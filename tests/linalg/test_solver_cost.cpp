@@ -41,8 +41,8 @@ double issued_flops(int64_t count, int64_t b, int64_t p, const InverseRootOption
         return nullptr;
       },
       [](const at::RecordFunction&, at::ObserverContext*) { --depth; })
-      .needsInputs(true)
-      .scopes({at::RecordScope::FUNCTION}));
+                                               .needsInputs(true)
+                                               .scopes({at::RecordScope::FUNCTION}));
   counted_flops = 0.0;
   (void)inverse_root(a, p, options);
   at::removeCallback(handle);
@@ -59,12 +59,18 @@ TEST(SolverCost, FormulaEqualsTheMatmulsTheSolversIssue) {
           if (method == RootMethod::NewtonDB && p == 3) continue;  // powers of two only
           // 1 step; 3 and 7 (the minimax schedules stop by themselves after 4–7); 20.
           for (int64_t steps : {1, 3, 7, 20}) {
-            auto options = InverseRootOptions().method(method).scaling(scaling).newton_steps(steps)
-                .chebyshev_degree(steps + 2).power_iterations(4).power_vectors(5).newton_db_polynomial(polynomial);
+            auto options = InverseRootOptions()
+                               .method(method)
+                               .scaling(scaling)
+                               .newton_steps(steps)
+                               .chebyshev_degree(steps + 2)
+                               .power_iterations(4)
+                               .power_vectors(5)
+                               .newton_db_polynomial(polynomial);
             const auto label = "method " + std::to_string(static_cast<int>(method)) + ", polynomial " +
-                std::to_string(static_cast<int>(polynomial)) + ", scaling " +
-                std::to_string(static_cast<int>(scaling)) + ", p " + std::to_string(p) + ", steps " +
-                std::to_string(steps);
+                               std::to_string(static_cast<int>(polynomial)) + ", scaling " +
+                               std::to_string(static_cast<int>(scaling)) + ", p " + std::to_string(p) + ", steps " +
+                               std::to_string(steps);
             EXPECT_DOUBLE_EQ(issued_flops(3, 12, p, options), inverse_root_flops(3, 12, p, options)) << label;
           }
         }
@@ -95,14 +101,16 @@ TEST(SolverCost, CoupledNewtonRootFourIsFourMatmulsPerStepLessOne) {
 }
 
 TEST(SolverCost, ChebyshevIsDegreeMinusOneMatmulsPlusPowerIteration) {
-  auto options = InverseRootOptions().method(RootMethod::Chebyshev).chebyshev_degree(40)
-      .scaling(Scaling::MultiPowerIteration).power_iterations(10).power_vectors(16);
+  auto options = InverseRootOptions()
+                     .method(RootMethod::Chebyshev)
+                     .chebyshev_degree(40)
+                     .scaling(Scaling::MultiPowerIteration)
+                     .power_iterations(10)
+                     .power_vectors(16);
   EXPECT_DOUBLE_EQ(inverse_root_flops(2, 64, 4, options), 2 * (39 * kMatmul64 + 10 * 2.0 * 64 * 64 * 16));
 }
 
-TEST(SolverCost, RejectsNegativeCounts) {
-  EXPECT_THROW(inverse_root_flops(-1, 64, 4), c10::Error);
-}
+TEST(SolverCost, RejectsNegativeCounts) { EXPECT_THROW(inverse_root_flops(-1, 64, 4), c10::Error); }
 
 }  // namespace
 }  // namespace dash

@@ -70,12 +70,13 @@ TEST_P(EveryMethod, DiagonalMatrixGivesElementwisePower) {
 TEST_P(EveryMethod, RankDeficientWithRegularisation) {
   const int64_t b = 32;
   auto eigenvalues = at::cat({at::linspace(1.0, 0.1, b / 2, at::kDouble), at::zeros({b / 2}, at::kDouble)})
-      .expand({2, b}).contiguous();
+                         .expand({2, b})
+                         .contiguous();
   auto spectrum = with_eigenvalues(eigenvalues, 11);
   const double epsilon = 1e-3;
   auto reference = reference_inverse_root(spectrum, epsilon, 4);
-  auto result = inverse_root_with_diagnostics(spectrum.matrices.to(at::kFloat), 4,
-      options().epsilon(epsilon).newton_steps(25));
+  auto result =
+      inverse_root_with_diagnostics(spectrum.matrices.to(at::kFloat), 4, options().epsilon(epsilon).newton_steps(25));
   ASSERT_TRUE(result.finite.all().item<bool>());
   if (GetParam() == RootMethod::Chebyshev) {
     EXPECT_GT(result.residual.min().item<double>(), 1e-2);
@@ -121,7 +122,9 @@ TEST_P(EveryMethod, NonFiniteMatrixIsFlaggedAndIsolated) {
 TEST_P(EveryMethod, HugeRankDeficientMatrixGivesAFiniteRoot) {
   const int64_t b = 16;
   auto eigenvalues = at::cat({at::linspace(1.0, 0.1, b / 2, at::kDouble), at::zeros({b / 2}, at::kDouble)})
-      .mul_(1e36).expand({2, b}).contiguous();
+                         .mul_(1e36)
+                         .expand({2, b})
+                         .contiguous();
   auto spectrum = with_eigenvalues(eigenvalues, 14);
   auto result = inverse_root_with_diagnostics(spectrum.matrices.to(at::kFloat), 4, options().epsilon(1e-10));
   EXPECT_TRUE(at::isfinite(result.root).all().item<bool>());
@@ -157,13 +160,13 @@ TEST_F(EigenHeuristics, ShampooShiftsTheSpectrumToPositive) {
 
 TEST_F(EigenHeuristics, AbsAndAbsAdd) {
   EXPECT_LE(max_relative_error(root(EigenHeuristic::Abs), expected(eigenvalues_.abs().pow(-0.5))), 1e-5);
-  EXPECT_LE(max_relative_error(root(EigenHeuristic::AbsAdd), expected((eigenvalues_.abs() + epsilon_).pow(-0.5))),
-      1e-5);
+  EXPECT_LE(
+      max_relative_error(root(EigenHeuristic::AbsAdd), expected((eigenvalues_.abs() + epsilon_).pow(-0.5))), 1e-5);
 }
 
 TEST_F(EigenHeuristics, PseudoInverseDropsNonPositiveDirections) {
-  auto weights = at::where(eigenvalues_ > epsilon_, eigenvalues_.clamp_min(epsilon_).pow(-0.5),
-      at::zeros_like(eigenvalues_));
+  auto weights =
+      at::where(eigenvalues_ > epsilon_, eigenvalues_.clamp_min(epsilon_).pow(-0.5), at::zeros_like(eigenvalues_));
   EXPECT_LE(max_relative_error(root(EigenHeuristic::PseudoInverse), expected(weights)), 1e-5);
 }
 

@@ -29,7 +29,8 @@ TEST(SpectralScale, FrobeniusIsTheFrobeniusNorm) {
 TEST(SpectralScale, PowerIterationFindsLambdaMaxTimesMargin) {
   auto eigenvalues = at::linspace(0.5, 0.01, 32, at::kDouble).expand({4, 32}).contiguous();
   eigenvalues.select(1, 0).fill_(1.0);
-  auto spectrum = testing::with_eigenvalues(eigenvalues * at::tensor({1.0, 1e-8, 1e8, 3.0}, at::kDouble).unsqueeze(1), 62);
+  auto spectrum =
+      testing::with_eigenvalues(eigenvalues * at::tensor({1.0, 1e-8, 1e8, 3.0}, at::kDouble).unsqueeze(1), 62);
   auto lambda_max = std::get<0>(spectrum.eigenvalues.max(1));
   for (auto scaling : {Scaling::PowerIteration, Scaling::MultiPowerIteration}) {
     auto options = InverseRootOptions().scaling(scaling).power_margin(2.0);
@@ -58,8 +59,9 @@ TEST(SpectralScale, HugeAndTinyEntriesStayFinite) {
       EXPECT_TRUE((s >= 0.99).all().item<bool>() && (s <= 2.0 * 8).all().item<bool>()) << s;
     }
     auto root = inverse_root(a, 4, InverseRootOptions().epsilon(0.0));
-    EXPECT_LE(testing::max_relative_error(root.to(at::kDouble) * std::pow(magnitude, 0.25),
-                  testing::reference_inverse_root(spectrum, 0.0, 4)), 1e-4);
+    EXPECT_LE(testing::max_relative_error(
+                  root.to(at::kDouble) * std::pow(magnitude, 0.25), testing::reference_inverse_root(spectrum, 0.0, 4)),
+        1e-4);
   }
 }
 

@@ -18,12 +18,15 @@ namespace dash {
 namespace {
 
 using testing::eigh_inverse_root;
-using testing::max_relative_error;
 using ::testing::HasSubstr;
+using testing::max_relative_error;
 
 InverseRootOptions warm_evd(double tolerance, int64_t iterations = 1) {
-  return InverseRootOptions().method(RootMethod::EVD).epsilon(0.0).eigen_refresh_tolerance(tolerance).eigen_warm_iterations(
-      iterations);
+  return InverseRootOptions()
+      .method(RootMethod::EVD)
+      .epsilon(0.0)
+      .eigen_refresh_tolerance(tolerance)
+      .eigen_warm_iterations(iterations);
 }
 
 // A symmetric perturbation with ‖E_i‖_F = size · ‖A_i‖_F.
@@ -131,9 +134,8 @@ TEST(WarmEigen, OptionsAndMethodAreChecked) {
       HasSubstr("eigen_refresh_tolerance must be in [0, 1]"));
   EXPECT_THAT(testing::error_of([&] { inverse_root(a, 4, warm_evd(1e-2, -1), workspace, basis); }),
       HasSubstr("eigen_warm_iterations"));
-  EXPECT_THAT(testing::error_of([&] {
-    inverse_root(a, 4, InverseRootOptions().method(RootMethod::NewtonDB), workspace, basis);
-  }),
+  EXPECT_THAT(testing::error_of(
+                  [&] { inverse_root(a, 4, InverseRootOptions().method(RootMethod::NewtonDB), workspace, basis); }),
       HasSubstr("Eigenbasis is for RootMethod::EVD"));
 }
 

@@ -32,9 +32,9 @@ TEST_F(BlockUpdate, FactorsFollowTheirExponentialAverage) {
     auto left = random({3, 5, 5});
     auto right = random({3, 4, 4});
     const auto expected_left = (beta == 1.0 ? 1.0 : beta) * left.to(at::kDouble) +
-        (beta == 1.0 ? 1.0 : 1.0 - beta) * at::matmul(g, g.transpose(1, 2));
+                               (beta == 1.0 ? 1.0 : 1.0 - beta) * at::matmul(g, g.transpose(1, 2));
     const auto expected_right = (beta == 1.0 ? 1.0 : beta) * right.to(at::kDouble) +
-        (beta == 1.0 ? 1.0 : 1.0 - beta) * at::matmul(g.transpose(1, 2), g);
+                                (beta == 1.0 ? 1.0 : 1.0 - beta) * at::matmul(g.transpose(1, 2), g);
     accumulate_factor(left, grad, /*left=*/true, beta);
     accumulate_factor(right, grad, /*left=*/false, beta);
     EXPECT_LE(max_difference(left, expected_left), 1e-5) << "beta " << beta;
@@ -103,8 +103,8 @@ TEST_F(BlockUpdate, PreconditionedDirectionTakesTheGraftingNormPerBlock) {
   const auto one_sided = at::matmul(left.to(at::kDouble), ghat);
   const auto expected_one_sided =
       one_sided * graft_norms / (at::linalg_vector_norm(one_sided, 2, {1, 2}, true) + 1e-16);
-  EXPECT_LE(max_difference(preconditioned_direction(work, left, at::Tensor(), GraftingType::Adam),
-      expected_one_sided), 1e-5);
+  EXPECT_LE(
+      max_difference(preconditioned_direction(work, left, at::Tensor(), GraftingType::Adam), expected_one_sided), 1e-5);
 }
 
 // Step 8: B ← μ B + P; heavy ball returns B, Nesterov P + μ B.

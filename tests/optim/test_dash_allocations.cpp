@@ -52,7 +52,7 @@ std::string describe(const std::vector<StepAllocations>& steps) {
   std::string text;
   for (size_t i = 0; i < steps.size(); ++i) {
     text += "step " + std::to_string(i + 1) + ": " + std::to_string(steps[i].count) + " allocations, " +
-        std::to_string(steps[i].bytes) + " bytes, largest " + std::to_string(steps[i].largest) + "\n";
+            std::to_string(steps[i].bytes) + " bytes, largest " + std::to_string(steps[i].largest) + "\n";
   }
   return text;
 }
@@ -88,7 +88,7 @@ TEST_P(StepAllocationsTest, SteadyStateDoesNotGrowWithStepsOrNewtonSteps) {
 INSTANTIATE_TEST_SUITE_P(IterativeMethods, StepAllocationsTest,
     ::testing::Values(RootMethod::NewtonDB, RootMethod::CoupledNewton, RootMethod::Chebyshev),
     [](const ::testing::TestParamInfo<RootMethod>& info) {
-      return std::string(info.param == RootMethod::NewtonDB      ? "ndb"
+      return std::string(info.param == RootMethod::NewtonDB        ? "ndb"
                          : info.param == RootMethod::CoupledNewton ? "cn"
                                                                    : "chebyshev");
     });
@@ -115,14 +115,14 @@ TEST(SolverAllocations, WarmWorkspaceIterationsAllocateNoMatrices) {
         counts.push_back(counter.reporter().count);
         large.push_back(counter.reporter().large);
         if (counter.reporter().in_matmul > 0) {
-          std::cout << "method " << static_cast<int>(method) << ", precision " << static_cast<int>(precision)
-                    << ", " << steps << " steps: " << counter.reporter().in_matmul
+          std::cout << "method " << static_cast<int>(method) << ", precision " << static_cast<int>(precision) << ", "
+                    << steps << " steps: " << counter.reporter().in_matmul
                     << " allocations inside the backend's matmul kernels\n";
         }
         EXPECT_TRUE(root.isfinite().all().item<bool>());
       }
       const auto label = "method " + std::to_string(static_cast<int>(method)) + ", precision " +
-          std::to_string(static_cast<int>(precision));
+                         std::to_string(static_cast<int>(precision));
       EXPECT_EQ(large[0], large[1]) << label;
       EXPECT_EQ(large[0], large[2]) << label;
       EXPECT_EQ(counts[0], counts[1]) << label;

@@ -14,11 +14,11 @@ namespace {
 
 // Two parameters (2-D and 1-D) and a fixed sequence of gradients, fed to any
 // optimizer; returns the parameters after `steps` steps.
-std::vector<at::Tensor> run(const std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<at::Tensor>)>& make,
-    int steps = 15) {
+std::vector<at::Tensor> run(
+    const std::function<std::unique_ptr<torch::optim::Optimizer>(std::vector<at::Tensor>)>& make, int steps = 15) {
   auto generator = at::detail::createCPUGenerator(7);
-  std::vector<at::Tensor> params = {at::randn({6, 4}, generator).set_requires_grad(true),
-      at::randn({5}, generator).set_requires_grad(true)};
+  std::vector<at::Tensor> params = {
+      at::randn({6, 4}, generator).set_requires_grad(true), at::randn({5}, generator).set_requires_grad(true)};
   auto optimizer = make(params);
   for (int t = 0; t < steps; ++t) {
     for (auto& p : params) {
@@ -38,21 +38,24 @@ void expect_close(const std::vector<at::Tensor>& a, const std::vector<at::Tensor
   }
 }
 
-DashOptions never_preconditioned(double lr) {
-  return DashOptions(lr).start_step(1000000).decay_one_dimensional(true);
-}
+DashOptions never_preconditioned(double lr) { return DashOptions(lr).start_step(1000000).decay_one_dimensional(true); }
 
 // Adam grafting with β_G = β₁, β_g = β₂, ε_g = ε and 1-D AdamW with the same betas
 // is AdamW; the float32 arithmetic is ordered differently (√(v/c₂) vs √v/√c₂), so
 // 1e-6 relative.
 TEST(DashBaselines, AdamGraftingEqualsAdamW) {
   auto dash = run([](auto params) {
-    return std::make_unique<Dash>(params, never_preconditioned(0.01).beta_grad(0.9).beta_graft(0.99)
-        .eps_graft(1e-8).adamw_betas({0.9, 0.99}).adamw_eps(1e-8).weight_decay(0.1));
+    return std::make_unique<Dash>(params, never_preconditioned(0.01)
+                                              .beta_grad(0.9)
+                                              .beta_graft(0.99)
+                                              .eps_graft(1e-8)
+                                              .adamw_betas({0.9, 0.99})
+                                              .adamw_eps(1e-8)
+                                              .weight_decay(0.1));
   });
   auto adamw = run([](auto params) {
-    return std::make_unique<torch::optim::AdamW>(params,
-        torch::optim::AdamWOptions(0.01).betas({0.9, 0.99}).eps(1e-8).weight_decay(0.1));
+    return std::make_unique<torch::optim::AdamW>(
+        params, torch::optim::AdamWOptions(0.01).betas({0.9, 0.99}).eps(1e-8).weight_decay(0.1));
   });
   expect_close(dash, adamw, 1e-6);
 }
@@ -63,12 +66,12 @@ TEST(DashBaselines, AdamGraftingEqualsAdamW) {
 TEST(DashBaselines, SgdGraftingEqualsSgdWithMomentum) {
   for (bool nesterov : {false, true}) {
     auto dash = run([&](auto params) {
-      return std::make_unique<Dash>(params, never_preconditioned(0.05).grafting(GraftingType::SGD).beta_grad(0.0)
-          .momentum(0.9).nesterov(nesterov));
+      return std::make_unique<Dash>(params,
+          never_preconditioned(0.05).grafting(GraftingType::SGD).beta_grad(0.0).momentum(0.9).nesterov(nesterov));
     });
     auto sgd = run([&](auto params) {
-      return std::make_unique<torch::optim::SGD>(params,
-          torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(nesterov));
+      return std::make_unique<torch::optim::SGD>(
+          params, torch::optim::SGDOptions(0.05).momentum(0.9).nesterov(nesterov));
     });
     expect_close({dash[0]}, {sgd[0]}, 1e-6);
   }
@@ -76,8 +79,8 @@ TEST(DashBaselines, SgdGraftingEqualsSgdWithMomentum) {
 
 TEST(DashBaselines, AdaGradGraftingEqualsAdagrad) {
   auto dash = run([](auto params) {
-    return std::make_unique<Dash>(params, never_preconditioned(0.1).grafting(GraftingType::AdaGrad).beta_grad(0.0)
-        .eps_graft(1e-10));
+    return std::make_unique<Dash>(
+        params, never_preconditioned(0.1).grafting(GraftingType::AdaGrad).beta_grad(0.0).eps_graft(1e-10));
   });
   auto adagrad = run([](auto params) {
     return std::make_unique<torch::optim::Adagrad>(params, torch::optim::AdagradOptions(0.1).eps(1e-10));
@@ -87,8 +90,8 @@ TEST(DashBaselines, AdaGradGraftingEqualsAdagrad) {
 
 TEST(DashBaselines, RmspropGraftingEqualsRmsprop) {
   auto dash = run([](auto params) {
-    return std::make_unique<Dash>(params, never_preconditioned(0.01).grafting(GraftingType::RMSprop).beta_grad(0.0)
-        .beta_graft(0.99).eps_graft(1e-8));
+    return std::make_unique<Dash>(params,
+        never_preconditioned(0.01).grafting(GraftingType::RMSprop).beta_grad(0.0).beta_graft(0.99).eps_graft(1e-8));
   });
   auto rmsprop = run([](auto params) {
     return std::make_unique<torch::optim::RMSprop>(params, torch::optim::RMSpropOptions(0.01).alpha(0.99).eps(1e-8));

@@ -25,7 +25,12 @@ struct Model {
 };
 
 DashOptions options() {
-  return DashOptions(0.03).block_size(4).start_step(3).root_frequency(4).momentum(0.5).weight_decay(0.01)
+  return DashOptions(0.03)
+      .block_size(4)
+      .start_step(3)
+      .root_frequency(4)
+      .momentum(0.5)
+      .weight_decay(0.01)
       .one_dimensional(OneDimensional::Shampoo1D);
 }
 
@@ -91,8 +96,8 @@ TEST(DashCheckpoint, ResumeWithWarmStartedEigenbasesIsBitIdentical) {
 
 // Steps a model, fails to load `path` into its optimizer, steps on: the parameters
 // must equal those of a twin that never tried to load.
-void expect_failed_load_changes_nothing(const std::vector<int64_t>& first_shape, const std::string& path,
-    const std::string& expected_message) {
+void expect_failed_load_changes_nothing(
+    const std::vector<int64_t>& first_shape, const std::string& path, const std::string& expected_message) {
   Model model(3, first_shape);
   Model twin(3, first_shape);
   Dash optimizer(model.params, options());

@@ -58,12 +58,16 @@ TEST(DashConvergence, TenTimesLowerLossThanAdamWOnIllConditionedLeastSquares) {
   double best_dash = std::numeric_limits<double>::infinity();
   double best_adamw = std::numeric_limits<double>::infinity();
   for (double lr : grid) {
-    double dash = final_loss(problem, [&](auto params) {
-      return std::make_unique<Dash>(params, DashOptions(lr).start_step(1).root_frequency(5));
-    }, steps);
-    double adamw = final_loss(problem, [&](auto params) {
-      return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(lr).weight_decay(0.0));
-    }, steps);
+    double dash = final_loss(
+        problem,
+        [&](auto params) { return std::make_unique<Dash>(params, DashOptions(lr).start_step(1).root_frequency(5)); },
+        steps);
+    double adamw = final_loss(
+        problem,
+        [&](auto params) {
+          return std::make_unique<torch::optim::AdamW>(params, torch::optim::AdamWOptions(lr).weight_decay(0.0));
+        },
+        steps);
     std::cout << "lr " << lr << ": dash " << dash << ", adamw " << adamw << "\n";
     best_dash = std::min(best_dash, dash);
     best_adamw = std::min(best_adamw, adamw);
@@ -82,7 +86,8 @@ TEST(DashConvergence, WarmStartedEvdTrainsLikeEvd) {
         InverseRootOptions().method(RootMethod::EVD).eigen_refresh_tolerance(tolerance));
   };
   DashDiagnostics diagnostics;
-  const double plain = final_loss(problem, [&](auto params) { return std::make_unique<Dash>(params, evd(0.0)); }, steps);
+  const double plain = final_loss(
+      problem, [&](auto params) { return std::make_unique<Dash>(params, evd(0.0)); }, steps);
   const double warm = final_loss(
       problem, [&](auto params) { return std::make_unique<Dash>(params, evd(0.05)); }, steps,
       [&](torch::optim::Optimizer& optimizer) { diagnostics = static_cast<Dash&>(optimizer).diagnostics(); });

@@ -45,9 +45,12 @@ class ExecutionModes : public ::testing::TestWithParam<RootMethod> {};
 // Relative difference ≤ 1e-5: the two modes run identical formulas, but a
 // batched eigh/bmm may sum in another order than the one-matrix call.
 TEST_P(ExecutionModes, SequentialEqualsBatchedAfter20Steps) {
-  auto options = DashOptions(0.02).block_size(4).start_step(3).root_frequency(2)
-      .one_dimensional(OneDimensional::Shampoo1D).root(InverseRootOptions().method(GetParam()).epsilon(1e-6)
-      .chebyshev_interval_min(1e-2));
+  auto options = DashOptions(0.02)
+                     .block_size(4)
+                     .start_step(3)
+                     .root_frequency(2)
+                     .one_dimensional(OneDimensional::Shampoo1D)
+                     .root(InverseRootOptions().method(GetParam()).epsilon(1e-6).chebyshev_interval_min(1e-2));
   auto batched = train(options);
   auto sequential = train(DashOptions(options).execution(Execution::Sequential));
   for (size_t i = 0; i < batched.size(); ++i) {
@@ -62,8 +65,8 @@ TEST_P(ExecutionModes, SequentialEqualsBatchedAfter20Steps) {
 // parameters equal a batched run's exactly, whatever it chose. The choice is in
 // diagnostics() and survives a checkpoint.
 TEST(ExecutionAuto, ChoosesPerStackAndMatchesBatchedBitwise) {
-  auto options = DashOptions(0.02).block_size(4).start_step(2).root_frequency(3)
-      .root(InverseRootOptions().method(RootMethod::NewtonDB).epsilon(1e-6));
+  auto options = DashOptions(0.02).block_size(4).start_step(2).root_frequency(3).root(
+      InverseRootOptions().method(RootMethod::NewtonDB).epsilon(1e-6));
   ASSERT_EQ(DashOptions().execution(), Execution::Auto) << "the default";
   auto generator = at::detail::createCPUGenerator(5);
   std::vector<at::Tensor> params = {at::randn({10, 6}, generator), at::randn({8, 8}, generator)};
@@ -84,8 +87,8 @@ TEST(ExecutionAuto, ChoosesPerStackAndMatchesBatchedBitwise) {
     EXPECT_GT(stack.calibrated_per_block_ms, 0.0);
     const bool per_block_faster = stack.calibrated_per_block_ms * 1.1 < stack.calibrated_batched_ms;
     EXPECT_EQ(stack.execution, per_block_faster ? Execution::Sequential : Execution::Batched);
-    std::cout << "factor stack " << stack.size << "x" << stack.size << " (" << stack.count << "): "
-              << to_string(stack.execution) << ", batched " << stack.calibrated_batched_ms << " ms, per block "
+    std::cout << "factor stack " << stack.size << "x" << stack.size << " (" << stack.count
+              << "): " << to_string(stack.execution) << ", batched " << stack.calibrated_batched_ms << " ms, per block "
               << stack.calibrated_per_block_ms << " ms\n";
   }
   for (size_t i = 0; i < params.size(); ++i) EXPECT_TRUE(at::equal(params[i], twins[i])) << "parameter " << i;
@@ -109,16 +112,16 @@ TEST(ExecutionAuto, ChoosesPerStackAndMatchesBatchedBitwise) {
 // bit, a run configured with that method from the start. The choice (not the
 // trials) survives a checkpoint, and a restored optimizer does not compare again.
 TEST(RootMethodAuto, ChoosesOnceAndThenMatchesTheChosenMethodBitwise) {
-  auto options = DashOptions(0.02).block_size(16).start_step(2).root_frequency(3)
-      .root(InverseRootOptions().method(RootMethod::Auto).epsilon(1e-6));
+  auto options = DashOptions(0.02).block_size(16).start_step(2).root_frequency(3).root(
+      InverseRootOptions().method(RootMethod::Auto).epsilon(1e-6));
   auto run = [&](const DashOptions& run_options, std::unique_ptr<Dash>& optimizer, at::Tensor& param) {
     auto generator = at::detail::createCPUGenerator(7);
     param = at::randn({16, 16}, generator).set_requires_grad(true);
     optimizer = std::make_unique<Dash>(std::vector<at::Tensor>{param}, run_options);
     auto targets = at::randn({16, 16}, generator);
     for (int t = 0; t < 8; ++t) {
-      param.mutable_grad() = (param.detach() - targets) * at::linspace(0.01, 1.0, 16).view({1, 16}) +
-          0.1 * at::randn({16, 16}, generator);
+      param.mutable_grad() =
+          (param.detach() - targets) * at::linspace(0.01, 1.0, 16).view({1, 16}) + 0.1 * at::randn({16, 16}, generator);
       optimizer->step();
     }
   };

@@ -48,16 +48,23 @@ TEST(DashHandWorked, TwoStepsOnARaggedThreeByTwoParameter) {
       s.ema = beta_grad * s.ema + (1 - beta_grad) * g;
       auto ghat = s.ema / (1 - std::pow(beta_grad, t));
       auto adam = ghat / ((s.graft / (1 - std::pow(beta_graft, t))).sqrt() + eps_graft);
-      auto u = at::matmul(at::matmul(inverse_fourth_root(s.left, epsilon), ghat), inverse_fourth_root(s.right, epsilon));
+      auto u =
+          at::matmul(at::matmul(inverse_fourth_root(s.left, epsilon), ghat), inverse_fourth_root(s.right, epsilon));
       auto p = u * (adam.norm() / (u.norm() + 1e-16));
       w.narrow(0, starts[b], lengths[b]).sub_(lr * p);
     }
   }
 
   auto param = w0.to(at::kFloat).set_requires_grad(true);
-  Dash optimizer({param}, DashOptions(lr).block_size(2).start_step(1).root_frequency(1).beta_grad(beta_grad)
-      .beta_factor(beta_factor).beta_graft(beta_graft).eps_graft(eps_graft)
-      .root(InverseRootOptions().method(RootMethod::EVD).epsilon(epsilon)));
+  Dash optimizer({param}, DashOptions(lr)
+                              .block_size(2)
+                              .start_step(1)
+                              .root_frequency(1)
+                              .beta_grad(beta_grad)
+                              .beta_factor(beta_factor)
+                              .beta_graft(beta_graft)
+                              .eps_graft(eps_graft)
+                              .root(InverseRootOptions().method(RootMethod::EVD).epsilon(epsilon)));
   for (const auto& g : gradients) {
     param.mutable_grad() = g.to(at::kFloat);
     optimizer.step();

@@ -26,8 +26,8 @@ thread_local int64_t counted = 0;
 bool is_view(const char* name) {
   static const std::set<std::string> views = {"aten::view", "aten::reshape", "aten::_reshape_alias", "aten::narrow",
       "aten::slice", "aten::select", "aten::transpose", "aten::permute", "aten::expand", "aten::unsqueeze",
-      "aten::squeeze", "aten::flatten", "aten::alias", "aten::detach", "aten::as_strided", "aten::t",
-      "aten::view_as", "aten::expand_as", "aten::contiguous"};
+      "aten::squeeze", "aten::flatten", "aten::alias", "aten::detach", "aten::as_strided", "aten::t", "aten::view_as",
+      "aten::expand_as", "aten::contiguous"};
   return views.count(name) > 0;
 }
 
@@ -47,8 +47,9 @@ int64_t ops_per_step(std::vector<at::Tensor> params, Execution execution) {
         if (depth++ == 0 && !is_view(fn.name())) ++counted;
         return nullptr;
       },
-      [](const at::RecordFunction&, at::ObserverContext*) { --depth; })
-      .scopes({at::RecordScope::FUNCTION}));
+      [](const at::RecordFunction&, at::ObserverContext*) {
+        --depth;
+      }).scopes({at::RecordScope::FUNCTION}));
   counted = 0;
   optimizer.step();
   at::removeCallback(handle);

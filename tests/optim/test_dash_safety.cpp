@@ -41,7 +41,8 @@ TEST(DashSafety, FiniteGradientsKeepParametersFinite) {
         param.mutable_grad() = (t % 2 == 0 ? rank_one : at::randn({6, 5}, generator)) * scale;
         optimizer.step();
       }
-      EXPECT_TRUE(at::isfinite(param).all().item<bool>()) << "method " << static_cast<int>(method) << " scale " << scale;
+      EXPECT_TRUE(at::isfinite(param).all().item<bool>())
+          << "method " << static_cast<int>(method) << " scale " << scale;
     }
   }
 }
@@ -55,7 +56,7 @@ TEST(DashSafety, DivergedFiniteRootsAreFailuresNotUpdates) {
   auto generator = at::detail::createCPUGenerator(13);
   auto param = at::randn({128, 128}, generator).set_requires_grad(true);
   Dash optimizer({param}, DashOptions(0.01).block_size(128).start_step(1).root_frequency(1).root(
-      InverseRootOptions().method(RootMethod::NewtonDB).precision(MatmulPrecision::BF16)));
+                              InverseRootOptions().method(RootMethod::NewtonDB).precision(MatmulPrecision::BF16)));
   for (int t = 0; t < 3; ++t) {
     param.mutable_grad() = at::randn({128, 128}, generator);
     optimizer.step();
@@ -139,8 +140,8 @@ TEST(DashSafety, TrainingRecoversFromExtremeGradients) {
         for (int t = 0; t < 5; ++t) {
           auto direction = param.detach() - target;
           // Largest entry exactly `scale`, computed in double: 1e38 is near FLT_MAX.
-          param.mutable_grad() = (direction.to(at::kDouble) / direction.abs().max().to(at::kDouble) * scale)
-                                     .to(at::kFloat);
+          param.mutable_grad() =
+              (direction.to(at::kDouble) / direction.abs().max().to(at::kDouble) * scale).to(at::kFloat);
           optimizer.step();
         }
         overflowing += scale > 1e18 ? 5 : 0;
@@ -151,7 +152,7 @@ TEST(DashSafety, TrainingRecoversFromExtremeGradients) {
       }
       const double end = (param.detach() - target).norm().item<double>();
       const auto what = "method " + std::to_string(static_cast<int>(method)) + ", first scale " +
-          std::to_string(scales.front()) + ", " + std::to_string(scales.size()) + " scales";
+                        std::to_string(scales.front()) + ", " + std::to_string(scales.size()) + " scales";
       EXPECT_LT(end, 0.25 * start) << what << ": distance " << start << " -> " << end;
       EXPECT_EQ(optimizer.diagnostics().overflow_skipped_steps, overflowing) << what;
     }
@@ -186,8 +187,8 @@ TEST(DashSafety, GradientsJustUnderTheLimitAreUsed) {
 // policy at 2 the run never raises).
 TEST(DashSafety, OverflowingFactorsRestartFromZero) {
   auto param = at::zeros({4, 4}).set_requires_grad(true);
-  Dash optimizer({param}, preconditioned_from_step_one(RootMethod::NewtonDB).beta_factor(1.0)
-                              .max_consecutive_root_failures(2));
+  Dash optimizer(
+      {param}, preconditioned_from_step_one(RootMethod::NewtonDB).beta_factor(1.0).max_consecutive_root_failures(2));
   for (int t = 0; t < 120; ++t) {
     param.mutable_grad() = at::full({4, 4}, 1e18f);  // limit for 4 × 4 blocks: 1.15e18
     const auto before = param.detach().clone();
@@ -357,8 +358,8 @@ TEST(DashSafety, DuplicateParametersAndMisshapenGradientsAreRejected) {
 TEST(DashSafety, NonContiguousParametersAreUpdatedInPlace) {
   auto generator = at::detail::createCPUGenerator(13);
   auto conv = at::randn({2, 2, 2, 3}, generator).permute({3, 0, 1, 2});  // (3, 2, 2, 2), strided
-  auto transposed = at::randn({6, 5}, generator).t();                     // (5, 6), strided
-  auto bias = at::randn({8}, generator).slice(0, 0, 8, 2);                // (4), stride 2
+  auto transposed = at::randn({6, 5}, generator).t();                    // (5, 6), strided
+  auto bias = at::randn({8}, generator).slice(0, 0, 8, 2);               // (4), stride 2
   std::vector<at::Tensor> strided = {conv, transposed, bias};
   std::vector<at::Tensor> twins;
   for (const auto& p : strided) twins.push_back(p.contiguous());

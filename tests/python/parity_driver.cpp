@@ -27,12 +27,9 @@ int main(int argc, char** argv) {
   const std::vector<std::vector<int64_t>> shapes = {{64, 48}, {48}, {7, 130}, {3, 5, 11}};
   std::vector<torch::Tensor> params;
   for (const auto& shape : shapes) params.push_back(torch::randn(shape).requires_grad_());
-  dash::Dash optimizer(params, dash::DashOptions(1e-2)
-                                   .block_size(32)
-                                   .start_step(3)
-                                   .root_frequency(2)
-                                   .weight_decay(0.01)
-                                   .root(dash::InverseRootOptions().method(dash::parse_root_method(argv[2]))));
+  dash::Dash optimizer(
+      params, dash::DashOptions(1e-2).block_size(32).start_step(3).root_frequency(2).weight_decay(0.01).root(
+                  dash::InverseRootOptions().method(dash::parse_root_method(argv[2]))));
   const int steps = std::atoi(argv[3]);
   for (int step = 0; step < steps; ++step) {
     for (auto& param : params) param.mutable_grad() = torch::randn(param.sizes());

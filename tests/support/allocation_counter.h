@@ -29,7 +29,7 @@ class AllocationReporter : public c10::MemoryReportingInfoBase {
   int64_t count = 0;
   int64_t bytes = 0;
   int64_t largest = 0;
-  int64_t large = 0;  ///< allocations of at least large_bytes
+  int64_t large = 0;      ///< allocations of at least large_bytes
   int64_t in_matmul = 0;  ///< inside a bmm/baddbmm kernel; not in the counts above
   int matmul_depth = 0;
 
@@ -70,8 +70,7 @@ class CountAllocations {
         },
         [](const at::RecordFunction& fn, at::ObserverContext*) {
           if (active() != nullptr && is_matmul(fn.name())) --active()->matmul_depth;
-        })
-        .scopes({at::RecordScope::FUNCTION}));
+        }).scopes({at::RecordScope::FUNCTION}));
   }
   ~CountAllocations() {
     at::removeCallback(handle_);

@@ -22,8 +22,8 @@ KnownSpectrum with_eigenvalues(const at::Tensor& eigenvalues, uint64_t seed) {
 }
 
 KnownSpectrum log_spaced_spectrum(int64_t count, int64_t b, double condition, uint64_t seed, double top) {
-  TORCH_CHECK(condition >= 1.0 && top > 0.0, "log_spaced_spectrum: need condition >= 1 and top > 0, got ",
-      condition, " and ", top);
+  TORCH_CHECK(condition >= 1.0 && top > 0.0, "log_spaced_spectrum: need condition >= 1 and top > 0, got ", condition,
+      " and ", top);
   auto exponents = at::linspace(0.0, -std::log10(condition), b, at::TensorOptions().dtype(at::kDouble));
   auto values = (at::pow(10.0, exponents) * top).expand({count, b}).contiguous();
   return with_eigenvalues(values, seed);

@@ -14,7 +14,7 @@ class TemporaryFolder {
   TemporaryFolder() {
     static int counter = 0;
     path_ = std::filesystem::temp_directory_path() /
-        ("dash-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+            ("dash-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }
