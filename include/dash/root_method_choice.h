@@ -21,7 +21,8 @@ struct RootMethodTrial {
   double milliseconds = 0.0;
   /// Error of its roots against float64 eigh (see choose_root_method()), the
   /// largest over the sampled matrices; +Inf when a root of a finite matrix is not
-  /// finite, or the method failed.
+  /// finite or (ε > 0) has an entry above 2·ε^{-1/p}, which the optimizer rejects,
+  /// or when the method failed.
   double error = 0.0;
   bool meets_accuracy = false;  ///< error ≤ options.auto_max_error()
 };

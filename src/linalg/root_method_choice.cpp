@@ -115,8 +115,14 @@ RootMethodTrial run_trial(RootMethod method, const at::Tensor& matrices, const a
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
       trial.milliseconds = run == 0 ? ms : std::min(trial.milliseconds, ms);
     }
-    const bool diverged = (at::isfinite(root).all(-1).all(-1).logical_not() & finite).any().item<bool>();
-    if (!diverged) trial.error = weighted_error(root, reference);
+    // Diverged: a root of a finite matrix that is not finite or, for ε > 0, that the
+    // optimizer would reject (an entry above 2·ε^{-1/p}, Engine::refresh_roots).
+    auto rejected = at::isfinite(root).all(-1).all(-1).logical_not();
+    if (options.epsilon() > 0.0) {
+      const double bound = 2.0 * std::pow(options.epsilon(), -1.0 / static_cast<double>(p));
+      rejected.logical_or_(root.abs().amax({1, 2}) > bound);
+    }
+    if (!(rejected & finite).any().item<bool>()) trial.error = weighted_error(root, reference);
   } catch (const c10::Error& error) {
     TORCH_WARN("dash::choose_root_method: ", to_string(method),
         " failed on this stack and is not chosen: ", error.what_without_backtrace());
