@@ -115,8 +115,12 @@ TEST(ExecutionAuto, ChoosesPerStackAndMatchesBatchedBitwise) {
 // eigh could differ between the two runs, and LibTorch 2.x's two eigh paths round
 // differently.)
 TEST(RootMethodAuto, ChoosesOnceAndThenMatchesTheChosenMethodBitwise) {
-  auto options = DashOptions(0.02).block_size(16).start_step(2).root_frequency(3).execution(Execution::Batched).root(
-      InverseRootOptions().method(RootMethod::Auto).epsilon(1e-6));
+  auto options = DashOptions(0.02)
+                     .block_size(16)
+                     .start_step(2)
+                     .root_frequency(3)
+                     .execution(Execution::Batched)
+                     .root(InverseRootOptions().method(RootMethod::Auto).epsilon(1e-6));
   auto run = [&](const DashOptions& run_options, std::unique_ptr<Dash>& optimizer, at::Tensor& param) {
     auto generator = at::detail::createCPUGenerator(7);
     param = at::randn({16, 16}, generator).set_requires_grad(true);
