@@ -167,10 +167,11 @@ Measurement finish_run(Run& run, const at::Device& device, int steps, bool profi
   result.fp32_ceiling_gflops =
       precision == MatmulPrecision::FP32 ? result.ceiling_gflops : stack_ceiling(dash, MatmulPrecision::FP32, device);
   result.state_bytes = dash.state_bytes();
-  result.workspace_bytes = dash.diagnostics().workspace_bytes;
+  const auto diagnostics = dash.diagnostics();  // reads counters back from the device: once
+  result.workspace_bytes = diagnostics.workspace_bytes;
   const bool auto_method = run.config.options.root().method() == RootMethod::Auto;
   if (run.config.options.execution() == Execution::Auto || auto_method) {
-    for (const auto& stack : dash.diagnostics().factor_stacks) {
+    for (const auto& stack : diagnostics.factor_stacks) {
       auto& choice = result.root_choices;
       choice += (choice.empty() ? "" : "; ") + std::to_string(stack.size) + "² ×" + std::to_string(stack.count);
       if (auto_method) {
@@ -190,7 +191,7 @@ Measurement finish_run(Run& run, const at::Device& device, int steps, bool profi
     }
   }
   int64_t kept = 0, warm_started = 0, recomputed = 0;
-  for (const auto& stack : dash.diagnostics().factor_stacks) {
+  for (const auto& stack : diagnostics.factor_stacks) {
     kept += stack.roots_kept;
     warm_started += stack.roots_warm_started;
     recomputed += stack.roots_recomputed;

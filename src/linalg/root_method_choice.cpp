@@ -4,6 +4,9 @@
 
 #include <dash/root_method_choice.h>
 
+#include "common/device_clock.h"
+#include "linalg/stack_reductions.h"
+
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
@@ -25,11 +28,6 @@ constexpr double kRetimeBelowMs = 100.0;
 constexpr double kSameSpeed = 1.1;
 constexpr RootMethod kCandidates[] = {
     RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev};
-
-// The host clock measures the device's work only once it has finished: one value read back.
-void wait_for(const at::Tensor& tensor) {
-  if (tensor.defined() && !tensor.is_cpu() && tensor.numel() > 0) (void)tensor.flatten()[0].item<double>();
-}
 
 // The exact roots of a sample of the stack, and the weight A₊^{1/2} (up to a
 // rotation, which the Frobenius norm does not see) the errors are measured with.
@@ -105,23 +103,18 @@ RootMethodTrial run_trial(RootMethod method, const at::Tensor& matrices, const a
     return trial;  // a root this method does not compute (NewtonDB: p not a power of two)
   }
   try {
-    wait_for(inverse_root(matrices.narrow(0, 0, 1), p, trial_options, workspace));  // library start-up
+    common::wait_for_device(inverse_root(matrices.narrow(0, 0, 1), p, trial_options, workspace));  // library start-up
     at::Tensor root;
     for (int run = 0; run < 3 && (run == 0 || trial.milliseconds < kRetimeBelowMs); ++run) {
       root = at::Tensor();  // its workspace memory is free for the next run
       const auto start = std::chrono::steady_clock::now();
       root = inverse_root(matrices, p, trial_options, workspace);
-      wait_for(root);
-      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      common::wait_for_device(root);
+      const double ms = common::milliseconds_since(start);
       trial.milliseconds = run == 0 ? ms : std::min(trial.milliseconds, ms);
     }
-    // Diverged: a root of a finite matrix that is not finite or, for ε > 0, that the
-    // optimizer would reject (an entry above 2·ε^{-1/p}, Engine::refresh_roots).
-    auto rejected = at::isfinite(root).all(-1).all(-1).logical_not();
-    if (options.epsilon() > 0.0) {
-      const double bound = 2.0 * std::pow(options.epsilon(), -1.0 / static_cast<double>(p));
-      rejected.logical_or_(root.abs().amax({1, 2}) > bound);
-    }
+    // Diverged: a root of a finite matrix that the optimizer would not take.
+    auto rejected = linalg::acceptable_roots(root, options.epsilon(), p).view({-1}).logical_not();
     if (!(rejected & finite).any().item<bool>()) trial.error = weighted_error(root, reference);
   } catch (const c10::Error& error) {
     TORCH_WARN("dash::choose_root_method: ", to_string(method),

@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+
 namespace dash::linalg {
 
 at::Tensor largest_magnitude(const at::Tensor& stack) {
@@ -23,6 +25,11 @@ at::Tensor admissible_matrices(const at::Tensor& stack, bool positive_diagonal, 
     admissible = admissible & (lowest_diagonal >= magnitude * -kTolerance);
   }
   return admissible;
+}
+
+at::Tensor acceptable_roots(const at::Tensor& roots, double epsilon, int64_t p) {
+  if (epsilon <= 0.0) return finite_matrices(roots);
+  return largest_magnitude(roots) <= 2.0 * std::pow(epsilon, -1.0 / static_cast<double>(p));
 }
 
 }  // namespace dash::linalg

@@ -25,4 +25,12 @@ at::Tensor finite_matrices(const at::Tensor& stack);
 /// goes through a buffer from `scratch`.
 at::Tensor admissible_matrices(const at::Tensor& stack, bool positive_diagonal, Scratch& scratch);
 
+/// Whether each root of a stack of (A + εI)^{-1/p} can be taken, shape (N, 1, 1):
+/// finite and, for ε > 0, no entry above 2·ε^{-1/p}. (A + εI)^{-1/p} ⪯ ε^{-1/p}·I
+/// for A ⪰ 0, so no entry of a true root exceeds ε^{-1/p}; a diverged iteration
+/// returns finite roots far above it (16-bit NewtonDB on a rank-deficient factor:
+/// 1e26 and more), which would turn an update into Inf. For ε > 0 the bound test
+/// alone also rejects NaN and Inf (a NaN magnitude compares false).
+at::Tensor acceptable_roots(const at::Tensor& roots, double epsilon, int64_t p);
+
 }  // namespace dash::linalg

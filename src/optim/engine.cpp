@@ -1,5 +1,6 @@
 #include "optim/engine.h"
 
+#include "common/device_clock.h"
 #include "distributed/update_exchange.h"
 #include "linalg/stack_reductions.h"
 #include "distributed/work_split.h"
@@ -434,17 +435,9 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
       part_failures.add_(failed);
       return;
     }
-    // A root is taken when it is finite and, for ε > 0, within 2·ε^{-1/p}:
-    // (A + εI)^{-1/p} ⪯ ε^{-1/p}·I for A ⪰ 0, so no entry of a true root exceeds
-    // ε^{-1/p}. A diverged iteration returns finite roots far above it (16-bit
-    // NewtonDB on a rank-deficient factor: 1e26 and more), which would turn the
-    // update into Inf and the parameters into NaN. The bound test alone also rejects
-    // NaN and Inf (a NaN magnitude compares false), so it replaces the finiteness test.
-    const double epsilon = root_options.epsilon();
-    auto ok = (epsilon > 0.0
-                   ? linalg::largest_magnitude(fresh) <= 2.0 * std::pow(epsilon, -1.0 / static_cast<double>(stack.root))
-                   : linalg::finite_matrices(fresh))
-                  .view({-1});
+    // A diverged root (non-finite, or finite far above the bound) would turn the
+    // update into Inf and the parameters into NaN.
+    auto ok = linalg::acceptable_roots(fresh, root_options.epsilon(), stack.root).view({-1});
     if (due_mask.defined()) ok = ok & due_mask;
     auto failed = due_mask.defined() ? (due_mask & ~ok) : ~ok;
     state.failures.add_(failed.sum());
@@ -538,25 +531,20 @@ void Engine::calibrate_root_execution(size_t k, const InverseRootOptions& root_o
     const std::function<void()>& batched) {
   const auto& stack = plan.factor_stacks[k];
   auto& state = factors[k];
-  auto wait_for = [](const at::Tensor& t) {
-    if (!t.is_cpu()) (void)t.flatten()[0].item<float>();
-  };
-  using clock = std::chrono::steady_clock;
-  auto elapsed_ms = [](clock::time_point start) {
-    return std::chrono::duration<double, std::milli>(clock::now() - start).count();
-  };
-  wait_for(state.roots);
-  auto start = clock::now();
+  using common::milliseconds_since;
+  using common::wait_for_device;
+  wait_for_device(state.roots);
+  auto start = std::chrono::steady_clock::now();
   batched();
-  wait_for(state.roots);
-  state.calibrated_batched_ms = elapsed_ms(start);
+  wait_for_device(state.roots);
+  state.calibrated_batched_ms = milliseconds_since(start);
 
   constexpr int64_t kSample = 8;
   std::vector<int64_t> sample;
   for (int64_t i = 0; i < stack.count && static_cast<int64_t>(sample.size()) < kSample; ++i) {
     if (due[i]) sample.push_back(i);
   }
-  start = clock::now();
+  start = std::chrono::steady_clock::now();
   at::Tensor root;
   for (auto i : sample) {
     try {
@@ -565,10 +553,10 @@ void Engine::calibrate_root_execution(size_t k, const InverseRootOptions& root_o
       // Counted (and warned about) by the batched computation already.
     }
   }
-  if (root.defined()) wait_for(root);
+  wait_for_device(root);
   const auto due_count = std::count(due.begin(), due.end(), true);
   state.calibrated_per_block_ms =
-      elapsed_ms(start) * static_cast<double>(due_count) / static_cast<double>(sample.size());
+      milliseconds_since(start) * static_cast<double>(due_count) / static_cast<double>(sample.size());
   state.root_execution =
       state.calibrated_per_block_ms * 1.1 < state.calibrated_batched_ms ? Execution::Sequential : Execution::Batched;
 }
