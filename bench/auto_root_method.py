@@ -43,6 +43,28 @@ def update_factors(model, factors, beta):
                     factors[key] = beta * factors.get(key, torch.zeros_like(moment)) + (1 - beta) * moment
 
 
+def factor_snapshots(steps, beta, data=None):
+    """Trains the small GPT with DASH-EVD and returns {step: (N, b, b) float64 stack of
+    every factor} at each of `steps`."""
+    gpt = load_example()
+    torch.manual_seed(1)
+    tokens, _ = gpt.load_corpus(data or gpt.DEFAULT_DATA)
+    model = gpt.GPT(256, 2, heads=4, seq_len=128)
+    optimizer = dash.Dash(model.parameters(), lr=3e-3, block_size=BLOCK, root_method="evd")
+    batches = gpt.batches(tokens, 16, 128, torch.Generator().manual_seed(1))
+    factors, snapshots = {}, {}
+    for step in range(1, max(steps) + 1):
+        inputs, targets = next(batches)
+        loss = F.cross_entropy(model(inputs).flatten(0, 1), targets.flatten())
+        optimizer.zero_grad()
+        loss.backward()
+        update_factors(model, factors, beta)
+        optimizer.step()
+        if step in steps:
+            snapshots[step] = torch.stack(list(factors.values()))
+    return snapshots
+
+
 def plain_error(stack, p, epsilon, method, precision):
     values, vectors = torch.linalg.eigh(stack.double())
     values = values.clamp_min(0) + epsilon
@@ -62,25 +84,11 @@ def main():
     args = parser.parse_args()
     report_steps = sorted(int(s) for s in args.steps.split(","))
 
-    gpt = load_example()
-    torch.manual_seed(1)
-    tokens, _ = gpt.load_corpus(args.data or gpt.DEFAULT_DATA)
-    model = gpt.GPT(256, 2, heads=4, seq_len=128)
-    optimizer = dash.Dash(model.parameters(), lr=3e-3, block_size=BLOCK, root_method="evd")
-    data = gpt.batches(tokens, 16, 128, torch.Generator().manual_seed(1))
-    factors = {}
+    snapshots = factor_snapshots(report_steps, args.beta_factor, args.data)
     print("| step | ε | precision | method | ms | error (weighted) | plain error | chosen (auto_max_error 0.5) |")
     print("|---|---|---|---|---|---|---|---|")
-    for step in range(1, report_steps[-1] + 1):
-        inputs, targets = next(data)
-        loss = F.cross_entropy(model(inputs).flatten(0, 1), targets.flatten())
-        optimizer.zero_grad()
-        loss.backward()
-        update_factors(model, factors, args.beta_factor)
-        optimizer.step()
-        if step not in report_steps:
-            continue
-        stack = torch.stack(list(factors.values())).float().to(args.device)
+    for step in report_steps:
+        stack = snapshots[step].float().to(args.device)
         print(f"step {step}: {stack.shape[0]} factors of {BLOCK}×{BLOCK}", flush=True)
         for epsilon in (float(e) for e in args.epsilons.split(",")):
             for precision in args.precisions.split(","):

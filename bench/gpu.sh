@@ -39,6 +39,11 @@ stamp "tests done"
 bench="$build/bench/dash-bench"
 "$bench" solvers --device "$device" --preset full --json "$out/solvers.json" > "$out/solvers.txt" 2>&1
 stamp "solver benchmark done"
+# Warm-started EVD one root period later, next to every method from scratch: where
+# eigh is slow against matmuls (cuSOLVER), keeping bases should pay most.
+"$bench" solvers --device "$device" --preset full --methods evd,cn,ndb --warm-start 1 \
+  --json "$out/solvers-warm-start.json" > "$out/solvers-warm-start.txt" 2>&1
+stamp "warm-start solver benchmark done"
 "$bench" step --device "$device" --preset llama-953m --layers 2 --block 1024 --frequencies 1,10 \
   --scalings fro,multi-pi --json "$out/step-953m-2layers-1024.json" > "$out/step-953m-2layers-1024.txt" 2>&1
 stamp "step benchmark done"

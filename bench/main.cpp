@@ -21,6 +21,10 @@ int main(int argc, char** argv) {
   const std::string usage =
       "usage: dash-bench solvers [--preset quick|full] [--device cpu|cuda] [--p 4] [--cond 1e3]\n"
       "                          [--methods evd,cn,ndb,chebyshev] [--warmup 1] [--reps 3] [--json PATH]\n"
+      "                          [--warm-start 0|1] [--ema-beta 0.95] [--ema-steps 10] [--eigen-tolerances "
+      "0.02,0.05,0.1]\n"
+      "                          (--warm-start 1: the matrices are factors after --ema-steps EMA updates, and\n"
+      "                           evd-warm rows start from the eigenbasis before them, once per tolerance)\n"
       "       dash-bench accuracy [--b 128] [--count 8] [--p 4] [--conds 1e2,1e4,1e6]\n"
       "                       [--methods cn,ndb,ndb-minimax3,ndb-minimax5,chebyshev] [--scalings fro,pi,multi-pi]\n"
       "                       [--precisions fp32,fp16,bf16] [--max-steps 30] [--minimax-interval-min 1e-6]\n"

@@ -14,11 +14,9 @@ import sys
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import auto_root_method as recording  # noqa: E402  (the factor recording)
-import dash  # noqa: E402
 
 P, EPSILON, STEPS = 4, 1e-6, 6
 
@@ -35,28 +33,13 @@ def weighted_error(root, exact, weight):
 
 
 def main():
-    gpt = recording.load_example()
-    torch.manual_seed(1)
-    tokens, _ = gpt.load_corpus(gpt.DEFAULT_DATA)
-    model = gpt.GPT(256, 2, heads=4, seq_len=128)
-    optimizer = dash.Dash(model.parameters(), lr=3e-3, block_size=recording.BLOCK, root_method="evd")
-    data = gpt.batches(tokens, 16, 128, torch.Generator().manual_seed(1))
-    factors, snapshots = {}, {}
-    for step in range(1, 61):
-        inputs, targets = next(data)
-        loss = F.cross_entropy(model(inputs).flatten(0, 1), targets.flatten())
-        optimizer.zero_grad()
-        loss.backward()
-        recording.update_factors(model, factors, 0.95)
-        optimizer.step()
-        if step in (50, 60):
-            snapshots[step] = torch.stack(list(factors.values()))
+    snapshots = recording.factor_snapshots([50, 60], 0.95)
     start, _ = exact_root_and_weight(snapshots[50])
     exact, weight = exact_root_and_weight(snapshots[60])
     identity = torch.eye(recording.BLOCK, dtype=torch.float64)
     regularised = snapshots[60] + EPSILON * identity
     error = weighted_error(start, exact, weight)
-    print(f"{len(factors)} factors; step-50 root for step 60: median {error.median():.3g}, max {error.max():.3g}")
+    print(f"{snapshots[60].shape[0]} factors; step-50 root for step 60: median {error.median():.3g}, max {error.max():.3g}")
     x = start.clone()
     for k in range(1, STEPS + 1):
         x = x @ ((P + 1) * identity - torch.linalg.matrix_power(x, P) @ regularised) / P

@@ -125,6 +125,39 @@ TEST(BenchSmoke, SolverBenchWritesRowsWithErrors) {
   }
 }
 
+// Warm-start mode: every method solves the EMA-updated factors from scratch, and
+// warm-started EVD starts from the eigenbasis before the update. A tolerance no
+// basis can meet recomputes every matrix and matches plain EVD's error; the
+// largest keeps some bases and is less accurate for it.
+TEST(BenchSmoke, SolverBenchWarmStartCountsHowEachRootWasComputed) {
+  const auto path = ::testing::TempDir() + "dash_solver_bench_warm.json";
+  ASSERT_EQ(run_solver_bench({"--preset", "tiny", "--methods", "evd", "--reps", "1", "--warm-start", "1",
+                "--eigen-tolerances", "1e-12,1", "--json", path}),
+      0);
+  const auto report = read_json(path);
+  EXPECT_EQ(report["warm_start"]["ema_steps"].get<int64_t>(), 10);
+  std::map<int64_t, std::vector<nlohmann::json>> rows_by_size;
+  for (const auto& row : report["rows"]) rows_by_size[row["N"].get<int64_t>()].push_back(row);
+  ASSERT_EQ(rows_by_size.size(), 2u);
+  for (const auto& [count, rows] : rows_by_size) {
+    ASSERT_EQ(rows.size(), 5u);  // evd × 3 precisions, evd-warm × 2 tolerances
+    const auto& cold = rows[0];
+    const auto& never_kept = rows[3];
+    const auto& kept = rows[4];
+    EXPECT_EQ(cold["method"], "evd");
+    EXPECT_EQ(never_kept["method"], "evd-warm");
+    for (const auto& row : {never_kept, kept}) {
+      EXPECT_EQ(
+          row["kept"].get<int64_t>() + row["warm_started"].get<int64_t>() + row["recomputed"].get<int64_t>(), count);
+      EXPECT_TRUE(row["gflops"].is_null());
+    }
+    EXPECT_EQ(never_kept["recomputed"].get<int64_t>(), count);
+    EXPECT_NEAR(never_kept["relative_error"].get<double>(), cold["relative_error"].get<double>(), 1e-4);
+    EXPECT_GT(kept["kept"].get<int64_t>(), 0);
+    EXPECT_GT(kept["relative_error"].get<double>(), 10.0 * cold["relative_error"].get<double>());
+  }
+}
+
 TEST(BenchSmoke, AccuracyBenchFindsTheFewestMatmulsPerErrorLevel) {
   const auto path = ::testing::TempDir() + "dash_accuracy_bench.json";
   ASSERT_EQ(run_accuracy_bench({"--b", "16", "--count", "2", "--conds", "1e2", "--methods", "ndb,ndb-minimax5",

@@ -29,6 +29,22 @@ KnownSpectrum log_spaced_spectrum(int64_t count, int64_t b, double condition, ui
   return with_eigenvalues(values, seed);
 }
 
+at::Tensor ema_updated(const KnownSpectrum& spectrum, double beta, int64_t steps, uint64_t seed) {
+  TORCH_CHECK(beta >= 0.0 && beta < 1.0 && steps >= 0, "ema_updated: need beta in [0, 1) and steps >= 0, got ", beta,
+      " and ", steps);
+  auto generator = at::detail::createCPUGenerator(seed);
+  const auto b = spectrum.matrices.size(-1);
+  auto root =
+      spectrum.vectors * spectrum.eigenvalues.clamp_min(0.0).sqrt().unsqueeze(-2) / std::sqrt(static_cast<double>(b));
+  auto factor = spectrum.matrices.clone();
+  for (int64_t step = 0; step < steps; ++step) {
+    auto gradient =
+        at::matmul(root, at::normal(0.0, 1.0, spectrum.matrices.sizes(), generator, spectrum.matrices.options()));
+    factor.mul_(beta).add_(at::matmul(gradient, gradient.transpose(-2, -1)), 1.0 - beta);
+  }
+  return (factor + factor.transpose(-2, -1)) * 0.5;
+}
+
 at::Tensor reference_inverse_root(const KnownSpectrum& spectrum, double epsilon, int64_t p) {
   auto weights = (spectrum.eigenvalues + epsilon).pow(-1.0 / static_cast<double>(p));
   return at::matmul(spectrum.vectors * weights.unsqueeze(-2), spectrum.vectors.transpose(-2, -1));

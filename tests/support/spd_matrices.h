@@ -27,6 +27,12 @@ KnownSpectrum log_spaced_spectrum(int64_t count, int64_t b, double condition, ui
 /// Given eigenvalues (N, b), random eigenvectors.
 KnownSpectrum with_eigenvalues(const at::Tensor& eigenvalues, uint64_t seed);
 
+/// The factor A of `spectrum` after `steps` more steps of a Shampoo EMA,
+/// A ← βA + (1 − β) G Gᵀ, with gradients G = Q Λ^{1/2} Z / √b (Z standard normal,
+/// b × b, seeded) whose second moment is A itself: what a factor looks like one
+/// root period later when the gradient statistics do not drift. float64, (N, b, b).
+at::Tensor ema_updated(const KnownSpectrum& spectrum, double beta, int64_t steps, uint64_t seed);
+
 /// Q diag((λ + ε)^{-1/p}) Qᵀ in float64, straight from the construction.
 at::Tensor reference_inverse_root(const KnownSpectrum& spectrum, double epsilon, int64_t p);
 
