@@ -135,5 +135,20 @@ std::string state_layout(const DashOptions& o) {
          " a statistic, momentum " + (o.momentum() > 0.0 ? "on" : "off");
 }
 
+std::string groups_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+  std::string signature;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto& options = options_of(groups[g]);
+    signature += "group " + std::to_string(g) + " B=" + std::to_string(options.block_size()) +
+                 " 1d=" + std::to_string(static_cast<int>(options.one_dimensional())) +
+                 " root=" + std::to_string(options.exponent_override()) +
+                 " graft=" + std::to_string(static_cast<int>(options.grafting())) +
+                 " momentum=" + std::to_string(options.momentum() > 0.0) + ":";
+    for (const auto& param : groups[g].params()) signature += " " + c10::str(param.sizes());
+    signature += "\n";
+  }
+  return signature;
+}
+
 }  // namespace optim
 }  // namespace dash

@@ -6,8 +6,14 @@
 #include "optim/block_update.h"
 
 #include <string>
+#include <vector>
 
 namespace dash::optim {
+
+/// A parameter group's options (every group of a dash::Dash holds DashOptions).
+inline const DashOptions& options_of(const torch::optim::OptimizerParamGroup& group) {
+  return static_cast<const DashOptions&>(group.options());
+}
 
 /// Rejects out-of-range options with an error naming the option (at construction
 /// and before every step, so that setters and param-group edits are checked too).
@@ -24,5 +30,9 @@ blocking::GroupBlocking group_blocking(const DashOptions& options);
 /// The options that decide the shapes of a group's state (blocking, roots, which
 /// moments exist), in words: they are fixed once the state exists.
 std::string state_layout(const DashOptions& options);
+
+/// The parameters' shapes and the state-shaping options, per group: what every
+/// rank of a distributed optimizer must agree on, and part of a checkpoint's layout.
+std::string groups_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups);
 
 }  // namespace dash::optim

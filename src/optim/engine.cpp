@@ -20,10 +20,6 @@
 namespace dash::optim {
 namespace {
 
-const DashOptions& options_of(const torch::optim::OptimizerParamGroup& group) {
-  return static_cast<const DashOptions&>(group.options());
-}
-
 bool uses_graft_statistic(GraftingType grafting) {
   return grafting == GraftingType::Adam || grafting == GraftingType::RMSprop || grafting == GraftingType::AdaGrad;
 }
@@ -133,7 +129,7 @@ struct Engine::StepContext {
 
 Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
     std::shared_ptr<const DistributedContext> distributed_context)
-    : distributed(std::move(distributed_context)) {
+    : distributed_(std::move(distributed_context)) {
   std::vector<std::vector<int64_t>> shapes;
   std::vector<int64_t> group_of;
   std::vector<blocking::GroupBlocking> blocking;
@@ -147,29 +143,29 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
           seen->second, " and ", g, "); each tensor may be optimised once");
       TORCH_CHECK(
           param.is_floating_point(), "dash::Dash: parameters must be floating point, got ", param.scalar_type());
-      TORCH_CHECK(params.empty() || param.device() == params.front().device(),
-          "dash::Dash: all parameters must be on one device, got ", params.front().device(), " and ", param.device());
-      params.push_back(param);
+      TORCH_CHECK(params_.empty() || param.device() == params_.front().device(),
+          "dash::Dash: all parameters must be on one device, got ", params_.front().device(), " and ", param.device());
+      params_.push_back(param);
       shapes.push_back(param.sizes().vec());
       group_of.push_back(static_cast<int64_t>(g));
     }
   }
-  plan = blocking::plan_stacks(shapes, group_of, blocking);
-  overflow_limit_ = overflow_limit_for(plan);  // from all blocks, so that every rank decides alike
-  if (params.empty()) return;
-  const auto to = at::TensorOptions().dtype(at::kFloat).device(params.front().device());
+  plan_ = blocking::plan_stacks(shapes, group_of, blocking);
+  overflow_limit_ = overflow_limit_for(plan_);  // from all blocks, so that every rank decides alike
+  if (params_.empty()) return;
+  const auto to = at::TensorOptions().dtype(at::kFloat).device(params_.front().device());
   factor_resets_total_ = at::zeros({}, to.dtype(at::kLong));
-  const bool sharded = distributed && distributed->world_size() > 1;
+  const bool sharded = distributed_ && distributed_->world_size() > 1;
   if (sharded) {
-    const auto split = distributed::split_work(plan, distributed->world_size());
+    const auto split = distributed::split_work(plan_, distributed_->world_size());
     std::vector<std::vector<int64_t>> positions;
-    for (int64_t rank = 0; rank < distributed->world_size(); ++rank) {
-      positions.push_back(distributed::owned_positions(plan, split, rank));
+    for (int64_t rank = 0; rank < distributed_->world_size(); ++rank) {
+      positions.push_back(distributed::owned_positions(plan_, split, rank));
     }
-    exchange_ = std::make_unique<distributed::UpdateExchange>(*distributed, positions, plan.flat_numel, to.device());
-    plan = distributed::plan_for_rank(plan, split, distributed->rank(), blocking);
+    exchange_ = std::make_unique<distributed::UpdateExchange>(*distributed_, positions, plan_.flat_numel, to.device());
+    plan_ = distributed::plan_for_rank(plan_, split, distributed_->rank(), blocking);
   }
-  for (const auto& stack : plan.gradient_stacks) {
+  for (const auto& stack : plan_.gradient_stacks) {
     const auto& options = options_of(groups[stack.group]);
     GradientStackState state;
     state.moments = zero_moments({stack.count(), stack.rows, stack.cols}, true, step_hyper(options), to);
@@ -179,24 +175,24 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
     state.grad = at::zeros({stack.count(), stack.rows, stack.cols}, to);
     state.ghat = at::empty_like(state.grad);
     state.graft = at::empty_like(state.grad);
-    stacks.push_back(std::move(state));
+    stacks_.push_back(std::move(state));
   }
-  for (const auto& stack : plan.factor_stacks) {
+  for (const auto& stack : plan_.factor_stacks) {
     auto identity = at::eye(stack.size, to).expand({stack.count, stack.size, stack.size});
-    factors.push_back({at::zeros({stack.count, stack.size, stack.size}, to), identity.contiguous(),
+    factors_.push_back({at::zeros({stack.count, stack.size, stack.size}, to), identity.contiguous(),
         at::zeros({}, to.dtype(at::kLong))});
   }
   int64_t adamw_numel = 0;
-  for (const auto& segment : plan.adamw_segments) {
+  for (const auto& segment : plan_.adamw_segments) {
     auto moments = zero_moments({1, 1, segment.numel}, false, adamw_hyper(options_of(groups[segment.group])), to);
     Workspace work{at::empty_like(moments.grad_ema), at::empty_like(moments.grad_ema), at::Tensor(), at::Tensor()};
-    segments.push_back({std::move(moments), std::move(work)});
+    segments_.push_back({std::move(moments), std::move(work)});
     segment_offsets_.push_back(adamw_numel);
     adamw_numel += segment.numel;
   }
   adamw_grad_ = at::zeros({adamw_numel}, to);
   adamw_update_ = at::empty({adamw_numel}, to);
-  if (sharded) flat_update_ = at::empty({plan.flat_numel + 1}, to);
+  if (sharded) flat_update_ = at::empty({plan_.flat_numel + 1}, to);
 }
 
 Engine::~Engine() = default;
@@ -226,26 +222,26 @@ bool Engine::matches(const std::vector<torch::optim::OptimizerParamGroup>& group
   size_t index = 0;
   for (const auto& group : groups) {
     for (const auto& param : group.params()) {
-      if (index >= params.size() || !param.is_same(params[index])) return false;
+      if (index >= params_.size() || !param.is_same(params_[index])) return false;
       ++index;
     }
   }
-  return index == params.size();
+  return index == params_.size();
 }
 
 // Which parameters have a gradient this step; rejects gradients the step cannot use.
 // Returns false when there is nothing to do (no parameter has an element).
 bool Engine::collect_gradients(StepContext& context) {
-  context.has_grad.assign(params.size(), false);
+  context.has_grad.assign(params_.size(), false);
   bool any_elements = false;
-  for (size_t i = 0; i < params.size(); ++i) {
-    const auto& grad = params[i].grad();
-    any_elements = any_elements || plan.parameters[i].numel > 0;
-    if (!grad.defined() || plan.parameters[i].numel == 0) continue;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& grad = params_[i].grad();
+    any_elements = any_elements || plan_.parameters[i].numel > 0;
+    if (!grad.defined() || plan_.parameters[i].numel == 0) continue;
     TORCH_CHECK(!grad.is_sparse(), "dash::Dash: sparse gradients are not supported (parameter ", i, " of shape ",
-        params[i].sizes(), ")");
-    TORCH_CHECK(grad.sizes() == params[i].sizes(), "dash::Dash: the gradient of parameter ", i, " has shape ",
-        grad.sizes(), ", the parameter ", params[i].sizes());
+        params_[i].sizes(), ")");
+    TORCH_CHECK(grad.sizes() == params_[i].sizes(), "dash::Dash: the gradient of parameter ", i, " has shape ",
+        grad.sizes(), ", the parameter ", params_[i].sizes());
     context.has_grad[i] = true;
   }
   return any_elements;
@@ -270,11 +266,11 @@ bool Engine::gradients_usable(StepContext& context) {
     extremes.push_back(highest.to(at::kFloat));
   };
   if (exchange_) {
-    for (size_t i = 0; i < params.size(); ++i) {
-      if (context.has_grad[i]) add(params[i].grad());
+    for (size_t i = 0; i < params_.size(); ++i) {
+      if (context.has_grad[i]) add(params_[i].grad());
     }
   } else {
-    for (const auto& stack : stacks) add(stack.grad);
+    for (const auto& stack : stacks_) add(stack.grad);
     add(adamw_grad_);
   }
   // (No gradient elements at all: nothing to skip for; a zero stands in, allocated only then.)
@@ -299,9 +295,9 @@ bool Engine::gradients_usable(StepContext& context) {
   // The parameter to name: the first non-finite one, or (all finite) the first too large one.
   const bool finite = std::isfinite(largest);
   size_t culprit = 0;
-  for (size_t i = 0; i < params.size(); ++i) {
+  for (size_t i = 0; i < params_.size(); ++i) {
     if (!context.has_grad[i]) continue;
-    const auto grad = params[i].grad().to(at::kFloat);
+    const auto grad = params_[i].grad().to(at::kFloat);
     const bool bad =
         finite ? !(grad.abs() <= overflow_limit_).all().item<bool>() : !at::isfinite(grad).all().item<bool>();
     if (bad) {
@@ -309,20 +305,20 @@ bool Engine::gradients_usable(StepContext& context) {
       break;
     }
   }
-  const auto where = "parameter " + std::to_string(culprit) + " of shape " + c10::str(params[culprit].sizes());
+  const auto where = "parameter " + std::to_string(culprit) + " of shape " + c10::str(params_[culprit].sizes());
   if (finite) {
     TORCH_WARN("dash::Dash: skipping a step: a gradient entry of magnitude ", largest, " in ", where, " is above ",
         overflow_limit_,
         ", beyond which the float32 statistics of its blocks can overflow; "
         "the state is unchanged (diagnostics().overflow_skipped_steps counts such steps)");
-    ++overflow_skipped_steps;
+    ++overflow_skipped_steps_;
     return false;
   }
-  const auto policy = context.options(plan.parameters[culprit].group).non_finite_gradients();
+  const auto policy = context.options(plan_.parameters[culprit].group).non_finite_gradients();
   TORCH_CHECK(policy == NonFiniteGradients::SkipStep, "dash::Dash: non-finite gradient (NaN or Inf) in ", where,
       "; set DashOptions::non_finite_gradients(NonFiniteGradients::SkipStep) to skip such steps");
   TORCH_WARN("dash::Dash: skipping a step: non-finite gradient in ", where);
-  ++skipped_steps;
+  ++skipped_steps_;
   return false;
 }
 
@@ -330,24 +326,24 @@ bool Engine::gradients_usable(StepContext& context) {
 // parameter that tiles into B × B blocks is one region), and the AdamW
 // parameters into their packed segments. No flat concatenation of all gradients.
 void Engine::gather_gradients(const StepContext& context) {
-  for (size_t s = 0; s < stacks.size(); ++s) {
-    for (const auto& region : plan.gradient_stacks[s].regions) {
+  for (size_t s = 0; s < stacks_.size(); ++s) {
+    for (const auto& region : plan_.gradient_stacks[s].regions) {
       const auto i = static_cast<size_t>(region.param);
-      auto blocks = blocking::region_in_stack(stacks[s].grad, region);
+      auto blocks = blocking::region_in_stack(stacks_[s].grad, region);
       if (context.has_grad[i]) {
-        blocks.copy_(blocking::region_in_matrix(as_matrix(params[i].grad(), plan.parameters[i]), region));
+        blocks.copy_(blocking::region_in_matrix(as_matrix(params_[i].grad(), plan_.parameters[i]), region));
       } else {
         blocks.zero_();  // what the finiteness check reads there must not be a skipped step's NaN
       }
     }
   }
-  for (size_t j = 0; j < segments.size(); ++j) {
-    const auto& segment = plan.adamw_segments[j];
+  for (size_t j = 0; j < segments_.size(); ++j) {
+    const auto& segment = plan_.adamw_segments[j];
     for (auto i : segment.params) {
-      const auto& slot = plan.parameters[i];
+      const auto& slot = plan_.parameters[i];
       auto part = adamw_grad_.narrow(0, segment_offsets_[j] + slot.offset - segment.offset, slot.numel);
       if (context.has_grad[i]) {
-        part.copy_(params[i].grad().reshape(-1));
+        part.copy_(params_[i].grad().reshape(-1));
       } else {
         part.zero_();
       }
@@ -358,17 +354,17 @@ void Engine::gather_gradients(const StepContext& context) {
 // The gradient blocks of `rows` in the stack's buffer: the buffer itself, a slice
 // of it, or (for a scattered subset) a gathered copy.
 at::Tensor Engine::gradient_blocks(size_t s, const Rows& rows) {
-  ScopedPhase phase(profile, Phase::Copies);
-  return rows.take(stacks[s].grad);
+  ScopedPhase phase(profile_, Phase::Copies);
+  return rows.take(stacks_[s].grad);
 }
 
 void Engine::update_factors(StepContext& context, size_t s, const Rows& rows) {
-  const auto& stack = plan.gradient_stacks[s];
+  const auto& stack = plan_.gradient_stacks[s];
   const double beta = context.options(stack.group).beta_factor();
   auto grad = gradient_blocks(s, rows);
-  ScopedPhase phase(profile, Phase::Factors);
+  ScopedPhase phase(profile_, Phase::Factors);
   auto side = [&](int64_t factor_stack, int64_t offset, bool left) {
-    auto segment = factors[factor_stack].factors.narrow(0, offset, stack.count());
+    auto segment = factors_[factor_stack].factors.narrow(0, offset, stack.count());
     auto part = rows.take(segment);
     accumulate_factor(part, grad, left, beta);
     rows.put(segment, part);
@@ -381,21 +377,21 @@ void Engine::update_factors(StepContext& context, size_t s, const Rows& rows) {
 // out non-finite, or a solver that throws, keeps the previous root and counts a
 // failure; no host sync.
 void Engine::refresh_roots(StepContext& context, size_t k) {
-  const auto& stack = plan.factor_stacks[k];
+  const auto& stack = plan_.factor_stacks[k];
   const auto& options = context.options(stack.group);
   std::vector<bool> due(stack.count, false);
-  for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
-    const auto& gradient_stack = plan.gradient_stacks[s];
+  for (size_t s = 0; s < plan_.gradient_stacks.size(); ++s) {
+    const auto& gradient_stack = plan_.gradient_stacks[s];
     for (int64_t block : context.active[s]) {
-      bool is_due = root_due(stacks[s].steps[block], options);
+      bool is_due = root_due(stacks_[s].steps[block], options);
       if (gradient_stack.left_stack == static_cast<int64_t>(k)) due[gradient_stack.left_offset + block] = is_due;
       if (gradient_stack.right_stack == static_cast<int64_t>(k)) due[gradient_stack.right_offset + block] = is_due;
     }
   }
   const auto due_count = std::count(due.begin(), due.end(), true);
   if (due_count == 0) return;
-  auto& state = factors[k];
-  ScopedPhase phase(profile, Phase::Roots);
+  auto& state = factors_[k];
+  ScopedPhase phase(profile_, Phase::Roots);
   auto root_options = options.root();
   if (root_options.method() == RootMethod::Auto) {
     if (state.root_method == RootMethod::Auto) choose_root_method_for(k, root_options, due);
@@ -424,8 +420,8 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     }
     at::Tensor fresh;
     try {
-      fresh = warm_eigen ? inverse_root(part_factors, stack.root, root_options, root_workspace, basis)
-                         : inverse_root(part_factors, stack.root, root_options, root_workspace);
+      fresh = warm_eigen ? inverse_root(part_factors, stack.root, root_options, root_workspace_, basis)
+                         : inverse_root(part_factors, stack.root, root_options, root_workspace_);
     } catch (const c10::Error& error) {
       TORCH_WARN("dash::Dash: inverse root of a ", stack.size, "×", stack.size,
           " factor stack failed; keeping the previous roots: ", error.what_without_backtrace());
@@ -494,14 +490,14 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
 // float tensor for the step's one read back; undefined when no group asks.
 at::Tensor Engine::bounded_failures_exceeded(const StepContext& context) const {
   std::vector<at::Tensor> exceeded;
-  for (size_t k = 0; k < factors.size(); ++k) {
-    const auto limit = context.options(plan.factor_stacks[k].group).max_consecutive_root_failures();
+  for (size_t k = 0; k < factors_.size(); ++k) {
+    const auto limit = context.options(plan_.factor_stacks[k].group).max_consecutive_root_failures();
     // Each rank counts the failures of its own factors only: ranks would decide apart.
     TORCH_CHECK(limit == 0 || !exchange_,
         "dash::Dash: max_consecutive_root_failures is not supported with "
         "several ranks yet; set it to 0");
-    if (limit > 0 && factors[k].consecutive_failures.defined()) {
-      exceeded.push_back((factors[k].consecutive_failures.max() >= limit).to(at::kFloat));
+    if (limit > 0 && factors_[k].consecutive_failures.defined()) {
+      exceeded.push_back((factors_[k].consecutive_failures.max() >= limit).to(at::kFloat));
     }
   }
   return exceeded.empty() ? at::Tensor() : at::stack(exceeded).max();
@@ -509,11 +505,11 @@ at::Tensor Engine::bounded_failures_exceeded(const StepContext& context) const {
 
 // Raises, naming the first stack over its limit (host reads: this is the error path).
 void Engine::raise_bounded_failures(const StepContext& context) const {
-  for (size_t k = 0; k < factors.size(); ++k) {
-    const auto& stack = plan.factor_stacks[k];
+  for (size_t k = 0; k < factors_.size(); ++k) {
+    const auto& stack = plan_.factor_stacks[k];
     const auto limit = context.options(stack.group).max_consecutive_root_failures();
-    if (limit == 0 || !factors[k].consecutive_failures.defined()) continue;
-    const auto worst = factors[k].consecutive_failures.max().item<int64_t>();
+    if (limit == 0 || !factors_[k].consecutive_failures.defined()) continue;
+    const auto worst = factors_[k].consecutive_failures.max().item<int64_t>();
     TORCH_CHECK(worst < limit, "dash::Dash: an inverse root in factor stack ", k, " (parameter group ", stack.group,
         ", ", stack.count, " factors of ", stack.size, "×", stack.size, ") failed ", worst,
         " root computations in a row (max_consecutive_root_failures = ", limit,
@@ -529,8 +525,8 @@ void Engine::raise_bounded_failures(const StepContext& context) const {
 // clock needs the device to have finished, so this reads a value back, once.
 void Engine::calibrate_root_execution(size_t k, const InverseRootOptions& root_options, const std::vector<bool>& due,
     const std::function<void()>& batched) {
-  const auto& stack = plan.factor_stacks[k];
-  auto& state = factors[k];
+  const auto& stack = plan_.factor_stacks[k];
+  auto& state = factors_[k];
   using common::milliseconds_since;
   using common::wait_for_device;
   wait_for_device(state.roots);
@@ -548,7 +544,7 @@ void Engine::calibrate_root_execution(size_t k, const InverseRootOptions& root_o
   at::Tensor root;
   for (auto i : sample) {
     try {
-      root = inverse_root(state.factors.narrow(0, i, 1), stack.root, root_options, root_workspace);
+      root = inverse_root(state.factors.narrow(0, i, 1), stack.root, root_options, root_workspace_);
     } catch (const c10::Error&) {
       // Counted (and warned about) by the batched computation already.
     }
@@ -567,8 +563,8 @@ void Engine::calibrate_root_execution(size_t k, const InverseRootOptions& root_o
 // chosen method needs (the union of all four held 3× EVD's on llama-tiny). A stack
 // without a finite factor to time keeps Auto, and this computation uses EVD.
 void Engine::choose_root_method_for(size_t k, const InverseRootOptions& root_options, const std::vector<bool>& due) {
-  const auto& stack = plan.factor_stacks[k];
-  auto& state = factors[k];
+  const auto& stack = plan_.factor_stacks[k];
+  auto& state = factors_[k];
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < stack.count; ++i) {
     if (due[i]) rows.push_back(i);
@@ -591,15 +587,15 @@ void Engine::choose_root_method_for(size_t k, const InverseRootOptions& root_opt
 
 // Steps 5–8 of spec §4 for the chosen blocks; leaves lr · P in state.update.
 void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
-  const auto& stack = plan.gradient_stacks[s];
+  const auto& stack = plan_.gradient_stacks[s];
   const auto& options = context.options(stack.group);
-  auto& state = stacks[s];
+  auto& state = stacks_[s];
   auto grad = rows.everything() ? state.grad : gradient_blocks(s, rows);
   auto work = rows.everything() ? Workspace{state.ghat, state.graft, state.grad, state.ghat} : Workspace::like(grad);
   auto moments = take(state.moments, rows);
   const auto hyper = step_hyper(options);
   {
-    ScopedPhase phase(profile, Phase::Grafting);
+    ScopedPhase phase(profile_, Phase::Grafting);
     grafting_direction(grad, moments, hyper, work);
   }
 
@@ -610,11 +606,11 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
 
   at::Tensor direction = work.graft;
   {
-    ScopedPhase phase(profile, Phase::Preconditioning);
+    ScopedPhase phase(profile_, Phase::Preconditioning);
     if (started_count > 0) {
       auto root_part = [&](int64_t factor_stack, int64_t offset) {
         return factor_stack < 0 ? at::Tensor()
-                                : rows.take(factors[factor_stack].roots.narrow(0, offset, stack.count()));
+                                : rows.take(factors_[factor_stack].roots.narrow(0, offset, stack.count()));
       };
       auto preconditioned = preconditioned_direction(work, root_part(stack.left_stack, stack.left_offset),
           root_part(stack.right_stack, stack.right_offset), options.grafting());
@@ -632,16 +628,16 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   }
   // Blocks done one run at a time collect lr · P in the gradient buffer, whose
   // blocks are dead once their own direction is formed.
-  ScopedPhase copies(profile, Phase::Copies);
+  ScopedPhase copies(profile_, Phase::Copies);
   rows.store(state.grad, direction);
   state.update = state.grad;
 }
 
 void Engine::update_adamw_segment(StepContext& context, size_t j) {
-  const auto& segment = plan.adamw_segments[j];
+  const auto& segment = plan_.adamw_segments[j];
   const auto& options = context.options(segment.group);
-  auto& moments = segments[j].moments;
-  ScopedPhase phase(profile, Phase::Grafting);
+  auto& moments = segments_[j].moments;
+  ScopedPhase phase(profile_, Phase::Grafting);
   auto grad = adamw_grad_.narrow(0, segment_offsets_[j], segment.numel).view({1, 1, -1});
   bool all_active = true;
   for (auto i : segment.params) all_active = all_active && context.has_grad[i];
@@ -653,7 +649,7 @@ void Engine::update_adamw_segment(StepContext& context, size_t j) {
     active = at::zeros({1, 1, segment.numel}, grad.options().dtype(at::kBool));
     for (auto i : segment.params) {
       if (context.has_grad[i]) {
-        const auto& slot = plan.parameters[i];
+        const auto& slot = plan_.parameters[i];
         active.narrow(2, slot.offset - segment.offset, slot.numel).fill_(true);
       }
     }
@@ -662,7 +658,7 @@ void Engine::update_adamw_segment(StepContext& context, size_t j) {
   } else {
     moments.steps.add_(1);
   }
-  auto& work = segments[j].work;
+  auto& work = segments_[j].work;
   grafting_direction(grad, moments, adamw_hyper(options), work);
   auto& direction = work.graft;
   if (!all_active) {
@@ -676,13 +672,13 @@ void Engine::update_adamw_segment(StepContext& context, size_t j) {
 // step 1), one foreach call per group.
 void Engine::decay_weights(StepContext& context) {
   std::vector<std::vector<at::Tensor>> decayed(context.groups->size());
-  for (size_t i = 0; i < params.size(); ++i) {
-    const auto& slot = plan.parameters[i];
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& slot = plan_.parameters[i];
     if (!context.has_grad[i] || slot.numel == 0) continue;
     const auto& options = context.options(slot.group);
     if (options.weight_decay() > 0.0 &&
         (slot.view.kind == blocking::ParameterKind::Matrix || options.decay_one_dimensional())) {
-      decayed[slot.group].push_back(params[i]);
+      decayed[slot.group].push_back(params_[i]);
     }
   }
   for (size_t g = 0; g < decayed.size(); ++g) {
@@ -701,27 +697,27 @@ void Engine::apply_updates(StepContext& context) {
   };
   // Each parameter as its (rows, cols) matrix: a view, or a copy (written back
   // below) for a parameter whose shape cannot be viewed as one.
-  std::vector<at::Tensor> matrices(params.size());
-  for (size_t s = 0; s < stacks.size(); ++s) {
-    for (const auto& region : plan.gradient_stacks[s].regions) {
+  std::vector<at::Tensor> matrices(params_.size());
+  for (size_t s = 0; s < stacks_.size(); ++s) {
+    for (const auto& region : plan_.gradient_stacks[s].regions) {
       const auto i = static_cast<size_t>(region.param);
       if (!context.has_grad[i]) continue;
-      if (!matrices[i].defined()) matrices[i] = as_matrix(params[i], plan.parameters[i]);
-      subtract(blocking::region_in_matrix(matrices[i], region), blocking::region_in_stack(stacks[s].update, region));
+      if (!matrices[i].defined()) matrices[i] = as_matrix(params_[i], plan_.parameters[i]);
+      subtract(blocking::region_in_matrix(matrices[i], region), blocking::region_in_stack(stacks_[s].update, region));
     }
   }
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (matrices[i].defined() && !matrices[i].is_alias_of(params[i])) {
-      params[i].copy_(matrices[i].view(params[i].sizes()));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (matrices[i].defined() && !matrices[i].is_alias_of(params_[i])) {
+      params_[i].copy_(matrices[i].view(params_[i].sizes()));
     }
   }
-  for (size_t j = 0; j < segments.size(); ++j) {
-    const auto& segment = plan.adamw_segments[j];
+  for (size_t j = 0; j < segments_.size(); ++j) {
+    const auto& segment = plan_.adamw_segments[j];
     for (auto i : segment.params) {
       if (!context.has_grad[i]) continue;
-      const auto& slot = plan.parameters[i];
-      subtract(params[i], adamw_update_.narrow(0, segment_offsets_[j] + slot.offset - segment.offset, slot.numel)
-                              .view(params[i].sizes()));
+      const auto& slot = plan_.parameters[i];
+      subtract(params_[i], adamw_update_.narrow(0, segment_offsets_[j] + slot.offset - segment.offset, slot.numel)
+                               .view(params_[i].sizes()));
     }
   }
 }
@@ -730,34 +726,34 @@ void Engine::apply_updates(StepContext& context) {
 // brings every rank's, and every parameter is updated from the flat buffer.
 void Engine::exchange_updates(StepContext& context) {
   {
-    ScopedPhase phase(profile, Phase::Copies);
-    for (size_t s = 0; s < stacks.size(); ++s) {
-      for (const auto& region : plan.gradient_stacks[s].regions) {
-        const auto& slot = plan.parameters[region.param];
+    ScopedPhase phase(profile_, Phase::Copies);
+    for (size_t s = 0; s < stacks_.size(); ++s) {
+      for (const auto& region : plan_.gradient_stacks[s].regions) {
+        const auto& slot = plan_.parameters[region.param];
         auto flat = flat_update_.narrow(0, slot.offset, slot.numel).view({slot.view.rows, slot.view.cols});
-        blocking::region_in_matrix(flat, region).copy_(blocking::region_in_stack(stacks[s].update, region));
+        blocking::region_in_matrix(flat, region).copy_(blocking::region_in_stack(stacks_[s].update, region));
       }
     }
-    for (size_t j = 0; j < segments.size(); ++j) {
-      const auto& segment = plan.adamw_segments[j];
+    for (size_t j = 0; j < segments_.size(); ++j) {
+      const auto& segment = plan_.adamw_segments[j];
       flat_update_.narrow(0, segment.offset, segment.numel)
           .copy_(adamw_update_.narrow(0, segment_offsets_[j], segment.numel));
     }
   }
   {
-    ScopedPhase phase(profile, Phase::Communication);
+    ScopedPhase phase(profile_, Phase::Communication);
     exchange_->exchange(flat_update_);
   }
-  ScopedPhase phase(profile, Phase::Copies);
+  ScopedPhase phase(profile_, Phase::Copies);
   decay_weights(context);
   std::vector<at::Tensor> targets;
   std::vector<at::Tensor> updates;
-  for (size_t i = 0; i < params.size(); ++i) {
-    const auto& slot = plan.parameters[i];
+  for (size_t i = 0; i < params_.size(); ++i) {
+    const auto& slot = plan_.parameters[i];
     if (!context.has_grad[i] || slot.numel == 0) continue;
-    targets.push_back(params[i]);
-    auto update = flat_update_.narrow(0, slot.offset, slot.numel).view(params[i].sizes());
-    updates.push_back(params[i].scalar_type() == at::kFloat ? update : update.to(params[i].scalar_type()));
+    targets.push_back(params_[i]);
+    auto update = flat_update_.narrow(0, slot.offset, slot.numel).view(params_[i].sizes());
+    updates.push_back(params_[i].scalar_type() == at::kFloat ? update : update.to(params_[i].scalar_type()));
   }
   if (!targets.empty()) at::_foreach_add_(targets, updates, -1.0);
 }
@@ -765,63 +761,63 @@ void Engine::exchange_updates(StepContext& context) {
 void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
   StepContext context;
   context.groups = &groups;
-  if (params.empty()) return;
+  if (params_.empty()) return;
   {
     // The gather only fills scratch buffers, so a step skipped after it changed nothing.
-    ScopedPhase phase(profile, Phase::Copies);
+    ScopedPhase phase(profile_, Phase::Copies);
     if (!collect_gradients(context)) return;
     gather_gradients(context);
     if (!gradients_usable(context)) return;
   }
-  ++steps_taken;
+  ++steps_taken_;
 
-  const auto device = params.front().device();
+  const auto device = params_.front().device();
   // Host bookkeeping: active blocks and their t.
-  context.active.resize(stacks.size());
-  for (size_t s = 0; s < stacks.size(); ++s) {
-    const auto& stack = plan.gradient_stacks[s];
+  context.active.resize(stacks_.size());
+  for (size_t s = 0; s < stacks_.size(); ++s) {
+    const auto& stack = plan_.gradient_stacks[s];
     std::vector<bool> mask(stack.count(), false);
     for (int64_t b = 0; b < stack.count(); ++b) {
       if (context.has_grad[stack.block_params[b]]) {
         context.active[s].push_back(b);
         mask[b] = true;
-        ++stacks[s].steps[b];
+        ++stacks_[s].steps[b];
       }
     }
     const bool complete = static_cast<int64_t>(context.active[s].size()) == stack.count();
     context.stack_complete.push_back(complete);
     if (complete) {
-      stacks[s].moments.steps.add_(1);
+      stacks_[s].moments.steps.add_(1);
     } else if (!context.active[s].empty()) {
-      stacks[s].moments.steps.add_(bool_mask(mask, device).view({-1, 1, 1}));
+      stacks_[s].moments.steps.add_(bool_mask(mask, device).view({-1, 1, 1}));
     }
   }
   // The rows each phase works on, built once per step (a subset's index goes to the
   // device once, not once per phase).
-  std::vector<std::vector<Rows>> rows_of(stacks.size());
-  for (size_t s = 0; s < stacks.size(); ++s) {
+  std::vector<std::vector<Rows>> rows_of(stacks_.size());
+  for (size_t s = 0; s < stacks_.size(); ++s) {
     if (context.active[s].empty()) continue;
-    if (context.options(plan.gradient_stacks[s].group).execution() == Execution::Sequential) {
+    if (context.options(plan_.gradient_stacks[s].group).execution() == Execution::Sequential) {
       for (auto b : context.active[s]) rows_of[s].push_back(Rows::range(b, 1));
     } else if (context.stack_complete[s]) {
-      rows_of[s].push_back(Rows::all(plan.gradient_stacks[s].count()));
+      rows_of[s].push_back(Rows::all(plan_.gradient_stacks[s].count()));
     } else {
       rows_of[s].push_back(Rows::subset(context.active[s], device));
     }
   }
   auto for_each_active = [&](auto&& work) {
-    for (size_t s = 0; s < stacks.size(); ++s) {
+    for (size_t s = 0; s < stacks_.size(); ++s) {
       for (const auto& rows : rows_of[s]) work(s, rows);
     }
   };
   for_each_active([&](size_t s, const Rows& rows) { update_factors(context, s, rows); });
-  for (size_t k = 0; k < factors.size(); ++k) refresh_roots(context, k);
+  for (size_t k = 0; k < factors_.size(); ++k) refresh_roots(context, k);
   for_each_active([&](size_t s, const Rows& rows) { write_direction(context, s, rows); });
-  for (size_t j = 0; j < segments.size(); ++j) update_adamw_segment(context, j);
+  for (size_t j = 0; j < segments_.size(); ++j) update_adamw_segment(context, j);
   if (exchange_) {
     exchange_updates(context);
   } else {
-    ScopedPhase phase(profile, Phase::Copies);
+    ScopedPhase phase(profile_, Phase::Copies);
     apply_updates(context);
   }
 }

@@ -18,6 +18,11 @@
 #include <string>
 #include <vector>
 
+namespace torch::serialize {
+class InputArchive;
+class OutputArchive;
+}  // namespace torch::serialize
+
 namespace dash::distributed {
 class UpdateExchange;
 }  // namespace dash::distributed
@@ -117,22 +122,34 @@ class Engine {
   /// Bytes sent plus received per step by this rank; 0 in a single process.
   int64_t communicated_bytes_per_step() const;
 
-  blocking::StackPlan plan;  ///< this rank's blocks (all blocks in a single process)
-  std::shared_ptr<const DistributedContext> distributed;
-  std::vector<at::Tensor> params;
-  std::vector<GradientStackState> stacks;
-  std::vector<FactorStackState> factors;
-  std::vector<AdamWSegmentState> segments;
-  int64_t steps_taken = 0;
-  int64_t skipped_steps = 0;           ///< non-finite gradients
-  int64_t overflow_skipped_steps = 0;  ///< gradients above overflow_limit()
-  PhaseProfile profile;
-  /// The root solvers' temporaries, shared by all factor stacks (one is solved at
-  /// a time) and kept across steps: not state, not saved.
-  InverseRootWorkspace root_workspace;
+  // Reports (engine_state.cpp). `groups` are the groups the engine was built for.
+  DashDiagnostics diagnostics(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
+  /// Bytes of optimizer state (what a checkpoint holds), not counting workspaces.
+  int64_t state_bytes() const;
+  int64_t steps_taken() const { return steps_taken_; }
+  PhaseProfile& profile() { return profile_; }
+  const PhaseProfile& profile() const { return profile_; }
+  /// Takes over the skipped-step counts and the profiling switch of the engine this
+  /// one replaces (rebuilt for edited groups before the first step).
+  void continue_from(const Engine& previous);
+
+  // Checkpoints (engine_state.cpp): the state, the counters and the per-stack
+  // choices, under a signature of everything the state's shapes depend on. The
+  // groups' options are the optimizer's to save.
+  void save(
+      torch::serialize::OutputArchive& archive, const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
+  /// Into a freshly built engine only, for the groups (with the checkpoint's
+  /// options) it was built for; throws, naming the difference, when the checkpoint
+  /// was saved for other parameters, options or ranks.
+  void load(torch::serialize::InputArchive& archive, const std::vector<torch::optim::OptimizerParamGroup>& groups);
 
  private:
   struct StepContext;
+  std::string layout_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
+  /// Calls visit(key, tensor&) for every state tensor, in checkpoint order.
+  template <typename Self, typename Visit>
+  static void for_each_state_tensor(Self& engine, Visit&& visit);
+
   bool collect_gradients(StepContext& context);
   void gather_gradients(const StepContext& context);
   bool gradients_usable(StepContext& context);
@@ -150,6 +167,20 @@ class Engine {
   void decay_weights(StepContext& context);
   void apply_updates(StepContext& context);
   void exchange_updates(StepContext& context);
+
+  blocking::StackPlan plan_;  ///< this rank's blocks (all blocks in a single process)
+  std::shared_ptr<const DistributedContext> distributed_;
+  std::vector<at::Tensor> params_;
+  std::vector<GradientStackState> stacks_;
+  std::vector<FactorStackState> factors_;
+  std::vector<AdamWSegmentState> segments_;
+  int64_t steps_taken_ = 0;
+  int64_t skipped_steps_ = 0;           ///< non-finite gradients
+  int64_t overflow_skipped_steps_ = 0;  ///< gradients above overflow_limit()
+  PhaseProfile profile_;
+  /// The root solvers' temporaries, shared by all factor stacks (one is solved at
+  /// a time) and kept across steps: not state, not saved.
+  InverseRootWorkspace root_workspace_;
 
   // The AdamW segments' gradients and updates, packed one segment after another
   // (segment j starts at segment_offsets_[j]).
