@@ -118,6 +118,74 @@ TrainResult Trainer::recorded_result() const {
   return result;
 }
 
+// One optimizer step at `lr` on the step's batch (forward, backward with gradient
+// averaging and clipping, optimizer), each phase timed with the device waited for.
+Trainer::StepTimes Trainer::train_step(int64_t step, double lr, const std::vector<at::Tensor>& parameters) {
+  set_learning_rate(*optimizer_, lr);
+  const auto batch = training_batch(train_tokens_, config_.batch_size, config_.seq_len,
+      static_cast<uint64_t>(config_.seed), step, rank_, world_size_);
+
+  auto phase_start = Clock::now();
+  const auto loss = loss_of(model_, batch);
+  wait_for(device_);
+  const double forward_ms = elapsed_ms(phase_start);
+
+  phase_start = Clock::now();
+  optimizer_->zero_grad();
+  loss.backward();
+  if (world_size_ > 1) {
+    std::vector<at::Tensor> gradients;
+    for (const auto& parameter : parameters) gradients.push_back(parameter.grad());
+    distributed_->average(gradients);
+  }
+  if (config_.clip_grad_norm > 0.0) torch::nn::utils::clip_grad_norm_(parameters, config_.clip_grad_norm);
+  wait_for(device_);
+  const double backward_ms = elapsed_ms(phase_start);
+
+  phase_start = Clock::now();
+  optimizer_->step();
+  wait_for(device_);
+  const double optimizer_ms = elapsed_ms(phase_start);
+
+  const double loss_value = loss.item<double>();
+  TORCH_CHECK(std::isfinite(loss_value), "dash-train: the training loss became ", loss_value, " at step ", step + 1,
+      " (lr ", lr, "); lower lr or raise clip/regularisation");
+  return {loss_value, forward_ms, backward_ms, optimizer_ms};
+}
+
+// Turns the sums over the steps run into means, adds the validation record and how
+// each factor stack's roots were computed, and writes summary.json (main process).
+void Trainer::summarize(TrainResult& result, int64_t first_step, int64_t last_step) const {
+  const auto steps_run = static_cast<double>(std::max<int64_t>(last_step - first_step, 1));
+  result.forward_ms /= steps_run;
+  result.backward_ms /= steps_run;
+  result.optimizer_ms /= steps_run;
+  result.tokens_per_second /= steps_run;
+  result.steps = std::max(last_step, first_step);
+  result.finished = result.steps == config_.steps;
+  result.validation = progress_.validation;
+  result.final_validation_loss = result.validation.empty() ? NAN : result.validation.back().loss;
+  // How each factor stack's roots were computed, so that root_method auto's choices
+  // are on record.
+  nlohmann::json root_methods = nlohmann::json::object();
+  if (const auto* dash_optimizer = dynamic_cast<const dash::Dash*>(optimizer_.get())) {
+    result.optimizer_bytes_per_step = dash_optimizer->communicated_bytes_per_step();
+    for (const auto& stack : dash_optimizer->diagnostics().factor_stacks) {
+      root_methods["group " + std::to_string(stack.group) + ": " + std::to_string(stack.count) + " of " +
+                   std::to_string(stack.size) + "x" + std::to_string(stack.size)] = dash::to_string(stack.root_method);
+    }
+  }
+  if (is_main_process()) {
+    nlohmann::json summary = {{"steps", result.steps}, {"finished", result.finished},
+        {"final_validation_loss", result.final_validation_loss},
+        {"final_validation_perplexity", std::exp(result.final_validation_loss)}, {"forward_ms", result.forward_ms},
+        {"backward_ms", result.backward_ms}, {"optimizer_ms", result.optimizer_ms},
+        {"tokens_per_second", result.tokens_per_second}, {"world_size", world_size_},
+        {"optimizer_bytes_per_step", result.optimizer_bytes_per_step}, {"root_methods", root_methods}};
+    write_file_atomically(run_dir() + "/summary.json", summary.dump(2) + "\n");
+  }
+}
+
 TrainResult Trainer::run() {
   const int64_t first_step = progress_.step;
   const int64_t last_step = config_.stop_at > 0 ? config_.stop_at : config_.steps;
@@ -162,84 +230,29 @@ TrainResult Trainer::run() {
   for (int64_t step = first_step; step < last_step; ++step) {
     const auto step_start = Clock::now();
     const double lr = scheduled_lr(config_, step);
-    set_learning_rate(*optimizer_, lr);
-    const auto batch = training_batch(train_tokens_, config_.batch_size, config_.seq_len,
-        static_cast<uint64_t>(config_.seed), step, rank_, world_size_);
-
-    auto phase_start = Clock::now();
-    const auto loss = loss_of(model_, batch);
-    wait_for(device_);
-    const double forward_ms = elapsed_ms(phase_start);
-
-    phase_start = Clock::now();
-    optimizer_->zero_grad();
-    loss.backward();
-    if (world_size_ > 1) {
-      std::vector<at::Tensor> gradients;
-      for (const auto& parameter : parameters) gradients.push_back(parameter.grad());
-      distributed_->average(gradients);
-    }
-    if (config_.clip_grad_norm > 0.0) torch::nn::utils::clip_grad_norm_(parameters, config_.clip_grad_norm);
-    wait_for(device_);
-    const double backward_ms = elapsed_ms(phase_start);
-
-    phase_start = Clock::now();
-    optimizer_->step();
-    wait_for(device_);
-    const double optimizer_ms = elapsed_ms(phase_start);
-
-    const double loss_value = loss.item<double>();
-    TORCH_CHECK(std::isfinite(loss_value), "dash-train: the training loss became ", loss_value, " at step ", step + 1,
-        " (lr ", lr, "); lower lr or raise clip/regularisation");
+    const auto times = train_step(step, lr, parameters);
     const double step_seconds = elapsed_ms(step_start) / 1000.0;
     progress_.train_seconds += step_seconds;
     step_seconds_ema = step == first_step ? step_seconds : 0.9 * step_seconds_ema + 0.1 * step_seconds;
     const double tokens_per_second = static_cast<double>(tokens_per_step) / step_seconds;
-    result.forward_ms += forward_ms;
-    result.backward_ms += backward_ms;
-    result.optimizer_ms += optimizer_ms;
+    result.forward_ms += times.forward_ms;
+    result.backward_ms += times.backward_ms;
+    result.optimizer_ms += times.optimizer_ms;
     result.tokens_per_second += tokens_per_second;
 
     const int64_t done = step + 1;
     if (train_log && (done % config_.log_every == 0 || done == last_step)) {
-      train_log->write({std::to_string(done), number(lr), number(loss_value), number(tokens_per_second),
-          number(forward_ms), number(backward_ms), number(optimizer_ms)});
+      train_log->write({std::to_string(done), number(lr), number(times.loss), number(tokens_per_second),
+          number(times.forward_ms), number(times.backward_ms), number(times.optimizer_ms)});
     }
-    display.update(done, loss_value, tokens_per_second, step_seconds_ema * static_cast<double>(last_step - done));
+    display.update(done, times.loss, tokens_per_second, step_seconds_ema * static_cast<double>(last_step - done));
     if (done % config_.eval_every == 0 || done == config_.steps) record_validation(done);
     const bool periodic = config_.checkpoint_every > 0 && done % config_.checkpoint_every == 0;
     if (periodic || done == last_step) save_checkpoint(done);
   }
   display.finish();
 
-  const auto steps_run = static_cast<double>(std::max<int64_t>(last_step - first_step, 1));
-  result.forward_ms /= steps_run;
-  result.backward_ms /= steps_run;
-  result.optimizer_ms /= steps_run;
-  result.tokens_per_second /= steps_run;
-  result.steps = std::max(last_step, first_step);
-  result.finished = result.steps == config_.steps;
-  result.validation = progress_.validation;
-  result.final_validation_loss = result.validation.empty() ? NAN : result.validation.back().loss;
-  // How each factor stack's roots were computed, so that root_method auto's choices
-  // are on record.
-  nlohmann::json root_methods = nlohmann::json::object();
-  if (const auto* dash_optimizer = dynamic_cast<const dash::Dash*>(optimizer_.get())) {
-    result.optimizer_bytes_per_step = dash_optimizer->communicated_bytes_per_step();
-    for (const auto& stack : dash_optimizer->diagnostics().factor_stacks) {
-      root_methods["group " + std::to_string(stack.group) + ": " + std::to_string(stack.count) + " of " +
-                   std::to_string(stack.size) + "x" + std::to_string(stack.size)] = dash::to_string(stack.root_method);
-    }
-  }
-  if (is_main_process()) {
-    nlohmann::json summary = {{"steps", result.steps}, {"finished", result.finished},
-        {"final_validation_loss", result.final_validation_loss},
-        {"final_validation_perplexity", std::exp(result.final_validation_loss)}, {"forward_ms", result.forward_ms},
-        {"backward_ms", result.backward_ms}, {"optimizer_ms", result.optimizer_ms},
-        {"tokens_per_second", result.tokens_per_second}, {"world_size", world_size_},
-        {"optimizer_bytes_per_step", result.optimizer_bytes_per_step}, {"root_methods", root_methods}};
-    write_file_atomically(run_dir() + "/summary.json", summary.dump(2) + "\n");
-  }
+  summarize(result, first_step, last_step);
   return result;
 }
 

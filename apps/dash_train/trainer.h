@@ -58,6 +58,14 @@ class Trainer {
   std::string checkpoint_path() const;
 
  private:
+  struct StepTimes {
+    double loss = 0.0;
+    double forward_ms = 0.0;
+    double backward_ms = 0.0;  ///< backward + gradient averaging + clipping
+    double optimizer_ms = 0.0;
+  };
+  StepTimes train_step(int64_t step, double lr, const std::vector<at::Tensor>& parameters);
+  void summarize(TrainResult& result, int64_t first_step, int64_t last_step) const;
   void save_checkpoint(int64_t step);
   TrainResult recorded_result() const;
   bool is_main_process() const { return rank_ == 0; }

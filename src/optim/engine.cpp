@@ -758,21 +758,9 @@ void Engine::exchange_updates(StepContext& context) {
   if (!targets.empty()) at::_foreach_add_(targets, updates, -1.0);
 }
 
-void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
-  StepContext context;
-  context.groups = &groups;
-  if (params_.empty()) return;
-  {
-    // The gather only fills scratch buffers, so a step skipped after it changed nothing.
-    ScopedPhase phase(profile_, Phase::Copies);
-    if (!collect_gradients(context)) return;
-    gather_gradients(context);
-    if (!gradients_usable(context)) return;
-  }
-  ++steps_taken_;
-
+// Host bookkeeping: which blocks have a gradient this step, and their t.
+void Engine::count_active_blocks(StepContext& context) {
   const auto device = params_.front().device();
-  // Host bookkeeping: active blocks and their t.
   context.active.resize(stacks_.size());
   for (size_t s = 0; s < stacks_.size(); ++s) {
     const auto& stack = plan_.gradient_stacks[s];
@@ -792,8 +780,13 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
       stacks_[s].moments.steps.add_(bool_mask(mask, device).view({-1, 1, 1}));
     }
   }
-  // The rows each phase works on, built once per step (a subset's index goes to the
-  // device once, not once per phase).
+}
+
+// The rows each phase works on, built once per step (a subset's index goes to the
+// device once, not once per phase): per gradient stack, one run per block
+// (sequential), the whole stack, or the blocks with a gradient.
+std::vector<std::vector<Rows>> Engine::rows_per_stack(const StepContext& context) const {
+  const auto device = params_.front().device();
   std::vector<std::vector<Rows>> rows_of(stacks_.size());
   for (size_t s = 0; s < stacks_.size(); ++s) {
     if (context.active[s].empty()) continue;
@@ -805,6 +798,24 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
       rows_of[s].push_back(Rows::subset(context.active[s], device));
     }
   }
+  return rows_of;
+}
+
+void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+  StepContext context;
+  context.groups = &groups;
+  if (params_.empty()) return;
+  {
+    // The gather only fills scratch buffers, so a step skipped after it changed nothing.
+    ScopedPhase phase(profile_, Phase::Copies);
+    if (!collect_gradients(context)) return;
+    gather_gradients(context);
+    if (!gradients_usable(context)) return;
+  }
+  ++steps_taken_;
+
+  count_active_blocks(context);
+  const auto rows_of = rows_per_stack(context);
   auto for_each_active = [&](auto&& work) {
     for (size_t s = 0; s < stacks_.size(); ++s) {
       for (const auto& rows : rows_of[s]) work(s, rows);

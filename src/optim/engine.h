@@ -153,6 +153,8 @@ class Engine {
   bool collect_gradients(StepContext& context);
   void gather_gradients(const StepContext& context);
   bool gradients_usable(StepContext& context);
+  void count_active_blocks(StepContext& context);
+  std::vector<std::vector<Rows>> rows_per_stack(const StepContext& context) const;
   at::Tensor bounded_failures_exceeded(const StepContext& context) const;
   void raise_bounded_failures(const StepContext& context) const;
   at::Tensor gradient_blocks(size_t stack, const Rows& rows);
