@@ -126,9 +126,12 @@ blocking::GroupBlocking group_blocking(const DashOptions& o) {
   return {o.block_size(), o.one_dimensional() == OneDimensional::Shampoo1D, o.exponent_override()};
 }
 
+bool uses_graft_statistic(GraftingType grafting) {
+  return grafting == GraftingType::Adam || grafting == GraftingType::RMSprop || grafting == GraftingType::AdaGrad;
+}
+
 std::string state_layout(const DashOptions& o) {
-  const bool graft_statistic = o.grafting() == GraftingType::Adam || o.grafting() == GraftingType::RMSprop ||
-                               o.grafting() == GraftingType::AdaGrad;
+  const bool graft_statistic = uses_graft_statistic(o.grafting());
   return "block_size " + std::to_string(o.block_size()) + ", one_dimensional " +
          std::to_string(static_cast<int>(o.one_dimensional())) + ", exponent_override " +
          std::to_string(o.exponent_override()) + ", grafting " + (graft_statistic ? "with" : "without") +

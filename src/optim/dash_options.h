@@ -27,6 +27,9 @@ StepHyper adamw_hyper(const DashOptions& options);
 
 blocking::GroupBlocking group_blocking(const DashOptions& options);
 
+/// Whether a grafting type keeps a per-element second-moment statistic.
+bool uses_graft_statistic(GraftingType grafting);
+
 /// The options that decide the shapes of a group's state (blocking, roots, which
 /// moments exist), in words: they are fixed once the state exists.
 std::string state_layout(const DashOptions& options);

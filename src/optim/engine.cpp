@@ -20,10 +20,6 @@
 namespace dash::optim {
 namespace {
 
-bool uses_graft_statistic(GraftingType grafting) {
-  return grafting == GraftingType::Adam || grafting == GraftingType::RMSprop || grafting == GraftingType::AdaGrad;
-}
-
 // Zero moments of shape (n, rows, cols); t is kept per block ((n, 1, 1)) or, for
 // AdamW segments, per element.
 MomentState zero_moments(
