@@ -166,11 +166,12 @@ void Trainer::summarize(TrainResult& result, int64_t first_step, int64_t last_st
   result.validation = progress_.validation;
   result.final_validation_loss = result.validation.empty() ? NAN : result.validation.back().loss;
   // How each factor stack's roots were computed, so that root_method auto's choices
-  // are on record.
+  // are on record, and how many roots failed (and were replaced by the previous ones).
   nlohmann::json root_methods = nlohmann::json::object();
   if (const auto* dash_optimizer = dynamic_cast<const dash::Dash*>(optimizer_.get())) {
     result.optimizer_bytes_per_step = dash_optimizer->communicated_bytes_per_step();
     for (const auto& stack : dash_optimizer->diagnostics().factor_stacks) {
+      result.root_failures += stack.failures;
       root_methods["group " + std::to_string(stack.group) + ": " + std::to_string(stack.count) + " of " +
                    std::to_string(stack.size) + "x" + std::to_string(stack.size)] = dash::to_string(stack.root_method);
     }
@@ -181,7 +182,8 @@ void Trainer::summarize(TrainResult& result, int64_t first_step, int64_t last_st
         {"final_validation_perplexity", std::exp(result.final_validation_loss)}, {"forward_ms", result.forward_ms},
         {"backward_ms", result.backward_ms}, {"optimizer_ms", result.optimizer_ms},
         {"tokens_per_second", result.tokens_per_second}, {"world_size", world_size_},
-        {"optimizer_bytes_per_step", result.optimizer_bytes_per_step}, {"root_methods", root_methods}};
+        {"optimizer_bytes_per_step", result.optimizer_bytes_per_step}, {"root_methods", root_methods},
+        {"root_failures", result.root_failures}};
     write_file_atomically(run_dir() + "/summary.json", summary.dump(2) + "\n");
   }
 }

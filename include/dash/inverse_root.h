@@ -60,6 +60,10 @@ enum class NewtonDBPolynomial {
 
 /// Precision of the matmul inputs. In 16-bit modes the operands (and, as on a GPU,
 /// the product) are rounded to 16 bits; the iterates themselves stay in float32.
+/// NewtonDB in a 16-bit mode regularises the normalised spectrum (A + εI)/s at no
+/// less than half the 16-bit unit roundoff (bf16 2⁻⁹, fp16 2⁻¹²): below it the
+/// rounding makes eigenvalues negative, which the iteration would amplify until it
+/// overflows. Eigenvalues that small are lost to 16-bit rounding in any case.
 enum class MatmulPrecision { FP32, FP16, BF16 };
 
 struct InverseRootOptions {

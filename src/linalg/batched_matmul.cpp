@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <cmath>
 #include <vector>
 
 namespace dash::linalg {
@@ -61,6 +62,23 @@ at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b,
   auto product = matmul(a, b, precision, scratch);
   if (beta != 1.0) c.mul_(beta);
   return c.add_(product, alpha);
+}
+
+double unit_roundoff(at::ScalarType type) {
+  switch (type) {
+    case at::kDouble:
+      return std::ldexp(1.0, -53);
+    case at::kHalf:
+      return std::ldexp(1.0, -11);
+    case at::kBFloat16:
+      return std::ldexp(1.0, -8);
+    default:
+      return std::ldexp(1.0, -24);
+  }
+}
+
+double operand_roundoff(MatmulPrecision precision) {
+  return unit_roundoff(precision == MatmulPrecision::FP32 ? at::kFloat : sixteen_bit_type(precision));
 }
 
 at::Tensor identity_like(const at::Tensor& like) { return at::eye(like.size(-1), like.options()); }

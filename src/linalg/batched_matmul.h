@@ -23,6 +23,12 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision prec
 at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double beta, double alpha,
     MatmulPrecision precision, Scratch& scratch);
 
+/// Unit roundoff u of a floating-point type (float32 for any other type).
+double unit_roundoff(at::ScalarType type);
+
+/// The unit roundoff of a precision mode's matmul operands.
+double operand_roundoff(MatmulPrecision precision);
+
 /// Identity (b, b) with the dtype and device of `like`; broadcasts over a stack.
 at::Tensor identity_like(const at::Tensor& like);
 

@@ -164,6 +164,17 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
                                                          : static_cast<double>(std::numeric_limits<float>::min()));
   }
 
+  // 16-bit matmuls round the normalised spectrum (top ≤ 1) by about u₁₆, so the first
+  // products turn eigenvalues below that negative, and the Newton iterations amplify
+  // a negative eigenvalue every step until it overflows (NewtonDB's m ← m(3 − m)²/4
+  // grows it by 9/4). Regularising at u₁₆/2 keeps them positive; what lies below is
+  // lost to the rounding of Â anyway ("The 16-bit floor", docs/benchmarks.md).
+  if (options.method() == RootMethod::NewtonDB && options.precision() != MatmulPrecision::FP32) {
+    const double floor = 0.5 * linalg::operand_roundoff(options.precision());
+    normalized.diagonal(0, -2, -1).add_((floor - epsilon).clamp_min(0.0).view({-1, 1}));
+    epsilon = epsilon.clamp_min(floor);
+  }
+
   auto root_of_normalized = normalized_root(keep_normalized_root ? normalized : std::move(normalized), epsilon, p,
       options, keep_normalized_root, basis, scratch);
   if (basis != nullptr) basis->valid.logical_and_(admissible.view({-1}));  // an identity stood in for those

@@ -5,6 +5,7 @@
 #include <dash/root_method_choice.h>
 
 #include "common/device_clock.h"
+#include "linalg/batched_matmul.h"
 #include "linalg/stack_reductions.h"
 
 #include <ATen/ATen.h>
@@ -50,24 +51,11 @@ at::Tensor sample_rows(const at::Tensor& finite) {
   return at::tensor(picked, at::kLong);
 }
 
-double unit_roundoff(at::ScalarType type) {
-  switch (type) {
-    case at::kDouble:
-      return std::ldexp(1.0, -53);
-    case at::kHalf:
-      return std::ldexp(1.0, -11);
-    case at::kBFloat16:
-      return std::ldexp(1.0, -8);
-    default:
-      return std::ldexp(1.0, -24);
-  }
-}
-
 Reference exact_roots(const at::Tensor& matrices, const at::Tensor& rows, int64_t p, double epsilon) {
   // Eigenvalues below b·u·λ_max (u: the input's unit roundoff) are the input's
   // rounding, indistinguishable from 0: no method can get their root right, so they
   // carry no weight (a rank-deficient factor's null space has ~1e-8·λ_max there in float32).
-  const double roundoff = unit_roundoff(matrices.scalar_type());
+  const double roundoff = linalg::unit_roundoff(matrices.scalar_type());
   auto a = matrices.index_select(0, rows.to(matrices.device())).to(at::kDouble);
   a = (a + a.transpose(1, 2)) * 0.5;
   auto [values, vectors] = at::linalg_eigh(a);

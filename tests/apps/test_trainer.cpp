@@ -7,8 +7,11 @@
 #include "text_corpus.h"
 #include "trainer.h"
 
+#include <dash/optimizer.h>
+
 #include <ATen/ATen.h>
 #include <gmock/gmock.h>
+#include <nlohmann/json.hpp>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -57,7 +60,8 @@ class TrainerTest : public ::testing::TestWithParam<std::string> {
 TEST_P(TrainerTest, TwentyStepsLowerTheLoss) {
   auto config = this->config();
   config.lr = 1e-2;
-  const auto result = Trainer(config, corpus_).run();
+  Trainer trainer(config, corpus_);
+  const auto result = trainer.run();
   const auto losses = logged_losses(out_.path() + "/run");
   ASSERT_EQ(losses.size(), 20u);
   const double first = (losses[0] + losses[1]) / 2, last = (losses[18] + losses[19]) / 2;
@@ -68,6 +72,13 @@ TEST_P(TrainerTest, TwentyStepsLowerTheLoss) {
   EXPECT_EQ(result.validation[1].tokens, 20 * config.batch_size * config.seq_len);
   EXPECT_TRUE(std::filesystem::exists(out_.path() + "/run/checkpoint.pt"));
   EXPECT_TRUE(std::filesystem::exists(out_.path() + "/run/summary.json"));
+  // The failed roots the optimizer counted are on record.
+  int64_t failures = 0;
+  if (const auto* optimizer = dynamic_cast<const dash::Dash*>(&trainer.optimizer())) {
+    for (const auto& stack : optimizer->diagnostics().factor_stacks) failures += stack.failures;
+  }
+  const auto summary = nlohmann::json::parse(std::ifstream(out_.path() + "/run/summary.json"));
+  EXPECT_EQ(summary["root_failures"].get<int64_t>(), failures);
 }
 
 TEST_P(TrainerTest, ResumingEqualsAnUninterruptedRunBitwise) {

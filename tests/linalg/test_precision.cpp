@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <string>
 #include <tuple>
 
 namespace dash {
@@ -57,6 +60,45 @@ TEST_P(EveryCombination, PoorResultsAreFlaggedByTheDiagnostics) {
   auto poor = ~(errors <= 0.5);
   auto flagged = ~result.finite | ~(result.residual <= 0.1);
   EXPECT_TRUE((~poor | flagged).all().item<bool>()) << "errors " << errors << " residuals " << result.residual;
+}
+
+// 16-bit NewtonDB on ill-conditioned spectra (issue 16): rounding Â to 16 bits turns
+// its eigenvalues below ~u₁₆ negative, and the iteration used to amplify them until
+// it overflowed (NaN/Inf at κ ≥ 1e4 for bf16). With the 16-bit regularisation floor
+// it stays finite, and within a small factor of the larger of two independent
+// limits: the error of the exact root of A rounded once to the 16-bit type (no
+// 16-bit solver can beat it) and the error of the same NewtonDB in float32 (its ten
+// steps do not converge the smallest eigenvalues at this κ).
+TEST(SixteenBitNewtonDB, FiniteAndNearTheRoundingFloorOnIllConditionedSpectra) {
+  const int64_t b = 64;
+  for (double condition : {1e4, 1e6}) {
+    auto log_spaced = at::pow(10.0, at::linspace(0.0, -std::log10(condition), b, at::kDouble));
+    auto clusters = at::cat({at::ones({b / 2}, at::kDouble), at::full({b / 2}, 1.0 / condition, at::kDouble)});
+    auto rank_deficient =
+        at::cat({at::pow(10.0, at::linspace(0.0, -2.0, b / 4, at::kDouble)), at::zeros({b - b / 4}, at::kDouble)});
+    int seed = 60;
+    for (const auto& values : {log_spaced, clusters, rank_deficient}) {
+      auto spectrum = testing::with_eigenvalues(values.expand({4, b}).contiguous(), seed++);
+      const double epsilon = 1.0 / condition;
+      const auto reference = reference_inverse_root(spectrum, epsilon, 4);
+      auto options = InverseRootOptions().method(RootMethod::NewtonDB).epsilon(epsilon);
+      const double fp32_error =
+          max_relative_error(inverse_root(spectrum.matrices.to(at::kFloat), 4, options), reference);
+      for (auto precision : {MatmulPrecision::BF16, MatmulPrecision::FP16}) {
+        const auto type = precision == MatmulPrecision::BF16 ? at::kBFloat16 : at::kHalf;
+        const double floor =
+            max_relative_error(testing::eigh_inverse_root(spectrum.matrices.to(type), epsilon, 4), reference);
+        auto root = inverse_root(spectrum.matrices.to(at::kFloat), 4, options.precision(precision));
+        const auto where = "κ " + std::to_string(condition) + ", spectrum " + std::to_string(seed - 61) + ", " +
+                           to_string(precision) + ": floor " + std::to_string(floor) + ", fp32 " +
+                           std::to_string(fp32_error);
+        ASSERT_TRUE(at::isfinite(root).all().item<bool>()) << where;
+        const double error = max_relative_error(root, reference);
+        EXPECT_LE(error, 2.5 * std::max(floor, fp32_error)) << where;
+        EXPECT_LT(error, 1.0) << where;  // closer than a zero root, where both limits are near 1
+      }
+    }
+  }
 }
 
 std::string combination_name(const ::testing::TestParamInfo<Combination>& info) {

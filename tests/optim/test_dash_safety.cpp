@@ -47,18 +47,25 @@ TEST(DashSafety, FiniteGradientsKeepParametersFinite) {
   }
 }
 
-// 16-bit NewtonDB diverges on ill-conditioned factors, and some of its roots come
-// out finite but huge (1e26 and more; the bound is 2·ε^{-1/p}). Taken as roots they
-// made the update Inf and the parameters NaN (first seen in dash-train, bf16 NDB, at
-// the first root step; reproduced here: one 128² block of a Gaussian gradient, whose
-// G Gᵀ has κ ≈ 1e5); they count as failed roots instead and the previous roots stay.
+// A 16-bit Newton iteration can diverge on an ill-conditioned factor, and some of
+// its roots come out finite but huge (1e26 and more; the bound is 2·ε^{-1/p}). Taken
+// as roots they made the update Inf and the parameters NaN (first seen in dash-train,
+// bf16 NDB, at the first root step). NDB no longer diverges there (its 16-bit
+// regularisation floor); bf16 coupled Newton still does on a factor whose spectrum
+// is two clusters, half of it at 1e-4 of the rest (reproduced here with a 128² block
+// whose gradient has singular values 1 and 1e-2). Such roots count as failed roots
+// instead, and the previous roots stay.
 TEST(DashSafety, DivergedFiniteRootsAreFailuresNotUpdates) {
   auto generator = at::detail::createCPUGenerator(13);
+  auto [u, r_u] = at::linalg_qr(at::randn({128, 128}, generator));
+  auto [v, r_v] = at::linalg_qr(at::randn({128, 128}, generator));
+  auto singular_values = at::cat({at::ones({64}), at::full({64}, 1e-2)});
+  const auto gradient = at::matmul(u * singular_values, v.transpose(0, 1));
   auto param = at::randn({128, 128}, generator).set_requires_grad(true);
   Dash optimizer({param}, DashOptions(0.01).block_size(128).start_step(1).root_frequency(1).root(
-                              InverseRootOptions().method(RootMethod::NewtonDB).precision(MatmulPrecision::BF16)));
+                              InverseRootOptions().method(RootMethod::CoupledNewton).precision(MatmulPrecision::BF16)));
   for (int t = 0; t < 3; ++t) {
-    param.mutable_grad() = at::randn({128, 128}, generator);
+    param.mutable_grad() = gradient.clone();
     optimizer.step();
     ASSERT_TRUE(at::isfinite(param).all().item<bool>()) << "step " << t + 1;
   }

@@ -52,7 +52,8 @@ at::Tensor reference_inverse_root(const KnownSpectrum& spectrum, double epsilon,
 
 at::Tensor eigh_inverse_root(const at::Tensor& matrices, double epsilon, int64_t p) {
   auto [values, vectors] = at::linalg_eigh(matrices.to(at::kDouble));
-  auto weights = (values + epsilon).pow(-1.0 / static_cast<double>(p));
+  // Eigenvalues rounding left below zero (a PSD matrix stored in low precision) count as 0.
+  auto weights = (values.clamp_min(0.0) + epsilon).pow(-1.0 / static_cast<double>(p));
   return at::matmul(vectors * weights.unsqueeze(-2), vectors.transpose(-2, -1));
 }
 

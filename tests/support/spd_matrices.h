@@ -36,7 +36,8 @@ at::Tensor ema_updated(const KnownSpectrum& spectrum, double beta, int64_t steps
 /// Q diag((λ + ε)^{-1/p}) Qᵀ in float64, straight from the construction.
 at::Tensor reference_inverse_root(const KnownSpectrum& spectrum, double epsilon, int64_t p);
 
-/// (A + εI)^{-1/p} by float64 eigh, for inputs without a known spectrum.
+/// (A + εI)^{-1/p} by float64 eigh, for inputs without a known spectrum (negative
+/// eigenvalues, from rounding a PSD matrix, are taken as 0).
 at::Tensor eigh_inverse_root(const at::Tensor& matrices, double epsilon, int64_t p);
 
 /// ‖X_i − R_i‖_F / ‖R_i‖_F per matrix, in float64 → (N,).
