@@ -96,8 +96,21 @@ struct Solution {
   at::Tensor normalized_root;  // Â^{-1/p} (the root itself when not kept)
 };
 
+// 16-bit matmuls round the normalised spectrum (top ≤ 1) by about u₁₆, so NewtonDB's
+// first products turn eigenvalues below that negative, and its step m ← m(3 − m)²/4
+// on the product ZY grows a negative eigenvalue by 9/4 until it overflows. Raising
+// the regularisation ε/s of `normalized` to at least u₁₆/2 keeps them positive; what
+// lies below was lost to the rounding of Â anyway ("The 16-bit floor",
+// docs/benchmarks.md). Float32 is left as it is.
+void raise_to_sixteen_bit_floor(at::Tensor& normalized, const at::Tensor& epsilon, MatmulPrecision precision) {
+  if (precision == MatmulPrecision::FP32) return;
+  const double floor = 0.5 * linalg::operand_roundoff(precision);
+  normalized.diagonal(0, -2, -1).add_((floor - epsilon).clamp_min(0.0).view({-1, 1}));
+}
+
 // Â^{-1/p} by the chosen method. NewtonDB reuses its input's buffer once it has
-// read it, so it gets a copy when the caller still needs Â afterwards.
+// read it, so it gets a copy when the caller still needs Â afterwards (the
+// diagnostics measure the root against Â as asked for, without the 16-bit floor).
 at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int64_t p,
     const InverseRootOptions& options, bool keep_normalized, Eigenbasis* basis, linalg::Scratch& scratch) {
   switch (options.method()) {
@@ -115,6 +128,7 @@ at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int
       return linalg::coupled_newton_root(normalized, p, linalg::newton_options(options), scratch);
     case RootMethod::NewtonDB:
       if (keep_normalized) normalized = scratch.empty_like(normalized).copy_(normalized);
+      raise_to_sixteen_bit_floor(normalized, epsilon, options.precision());
       return linalg::newton_db_root(std::move(normalized), p, linalg::newton_db_options(options), scratch);
     case RootMethod::Chebyshev:
       return linalg::chebyshev_root(normalized, epsilon, p,
@@ -162,17 +176,6 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
     epsilon =
         epsilon.clamp_min(a.scalar_type() == at::kDouble ? std::numeric_limits<double>::min()
                                                          : static_cast<double>(std::numeric_limits<float>::min()));
-  }
-
-  // 16-bit matmuls round the normalised spectrum (top ≤ 1) by about u₁₆, so the first
-  // products turn eigenvalues below that negative, and the Newton iterations amplify
-  // a negative eigenvalue every step until it overflows (NewtonDB's m ← m(3 − m)²/4
-  // grows it by 9/4). Regularising at u₁₆/2 keeps them positive; what lies below is
-  // lost to the rounding of Â anyway ("The 16-bit floor", docs/benchmarks.md).
-  if (options.method() == RootMethod::NewtonDB && options.precision() != MatmulPrecision::FP32) {
-    const double floor = 0.5 * linalg::operand_roundoff(options.precision());
-    normalized.diagonal(0, -2, -1).add_((floor - epsilon).clamp_min(0.0).view({-1, 1}));
-    epsilon = epsilon.clamp_min(floor);
   }
 
   auto root_of_normalized = normalized_root(keep_normalized_root ? normalized : std::move(normalized), epsilon, p,
