@@ -42,8 +42,9 @@ Variant variant(const std::string& name, double minimax_interval_min) {
   if (name.rfind(prefix, 0) == 0) {
     return {name, InverseRootOptions()
                       .method(RootMethod::NewtonDB)
-                      .newton_db_polynomial(parse_newton_db_polynomial(name.substr(prefix.size())))
-                      .minimax_interval_min(minimax_interval_min)};
+                      .newton_db(NewtonDBOptions()
+                                     .polynomial(parse_newton_db_polynomial(name.substr(prefix.size())))
+                                     .interval_min(minimax_interval_min))};
   }
   const auto method = parse_root_method(name);
   if (method == RootMethod::EVD) throw std::invalid_argument("--methods: evd has no step count to sweep");
@@ -53,13 +54,19 @@ Variant variant(const std::string& name, double minimax_interval_min) {
 // The effort knob of a method: Newton steps, or the Chebyshev degree (2 per sweep step,
 // so that both sweeps cover a similar range of matmuls).
 InverseRootOptions with_effort(InverseRootOptions options, int64_t effort) {
-  if (options.method() == RootMethod::Chebyshev) return options.chebyshev_degree(2 * effort);
-  return options.newton_steps(effort);
+  if (options.method() == RootMethod::Chebyshev) {
+    options.chebyshev().degree(2 * effort);
+  } else {
+    options.newton().steps(effort);
+  }
+  return options;
 }
 
 double matmuls(const InverseRootOptions& options, int64_t b, int64_t p) {
   const double bd = static_cast<double>(b);
-  return inverse_root_flops(1, b, p, InverseRootOptions(options).scaling(Scaling::Frobenius)) / (2.0 * bd * bd * bd);
+  return inverse_root_flops(
+             1, b, p, InverseRootOptions(options).scaling(SpectralScaleOptions().method(Scaling::Frobenius))) /
+         (2.0 * bd * bd * bd);
 }
 
 struct Reached {
@@ -96,7 +103,7 @@ Sweep sweep(const at::Tensor& input, const at::Tensor& reference, const InverseR
     int64_t max_steps, int warmup, int repetitions) {
   Sweep result;
   const bool monotone =
-      base.method() != RootMethod::NewtonDB || base.newton_db_polynomial() == NewtonDBPolynomial::NewtonSchulz;
+      base.method() != RootMethod::NewtonDB || base.newton_db().polynomial() == NewtonDBPolynomial::NewtonSchulz;
   const double uncapped = matmuls(with_effort(base, max_steps), b, p);
   for (int64_t effort = 1; effort <= max_steps && !(monotone && result.to_1e3); ++effort) {
     const auto options = with_effort(base, effort);
@@ -170,7 +177,8 @@ int run_accuracy_bench(const std::vector<std::string>& args) {
     for (const auto& v : variants) {
       for (auto scaling : scalings) {
         for (auto precision : precisions) {
-          const auto base = InverseRootOptions(v.options).scaling(scaling).precision(precision).epsilon(epsilon);
+          auto base = InverseRootOptions(v.options).precision(precision).epsilon(epsilon);
+          base.scaling().method(scaling);
           const auto result = sweep(input, reference, base, b, p, max_steps, warmup, repetitions);
           std::printf("%8s %-13s %-8s %-4s %22s %22s %14s\n", scientific(condition).c_str(), v.name.c_str(),
               to_string(scaling).c_str(), to_string(precision).c_str(), cell(result.to_1e2).c_str(),

@@ -43,7 +43,7 @@ int run_rank(const Arguments& arguments, const std::optional<RankEnvironment>& e
                            .start_step(1)
                            .root(InverseRootOptions()
                                      .method(parse_root_method(arguments.text("method")))
-                                     .scaling(parse_scaling(arguments.text("scaling"))));
+                                     .scaling(SpectralScaleOptions().method(parse_scaling(arguments.text("scaling")))));
   Dash optimizer(params, options, context);
   auto step = [&] {
     optimizer.step();

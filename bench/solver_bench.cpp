@@ -140,9 +140,9 @@ Row solve_from_scratch(const Configuration& config, const Shape& shape, const In
     const std::map<MatmulPrecision, double>& ceilings) {
   auto solver = InverseRootOptions()
                     .method(config.method)
-                    .scaling(config.scaling)
                     .precision(config.precision)
-                    .epsilon(settings.epsilon);
+                    .epsilon(settings.epsilon)
+                    .scaling(SpectralScaleOptions().method(config.scaling));
   const bool uses_scaling = config.method != RootMethod::EVD;
   Row row{to_string(config.method), uses_scaling ? to_string(config.scaling) : "-", config.precision};
   row.timing =
@@ -156,8 +156,10 @@ Row solve_from_scratch(const Configuration& config, const Shape& shape, const In
 // EVD warm-started from the start's eigenbasis: every repetition begins from the
 // same basis (an Eigenbasis is replaced, not modified, by a solve).
 Row solve_warm_started(double tolerance, const Inputs& inputs, const Settings& settings) {
-  auto solver =
-      InverseRootOptions().method(RootMethod::EVD).epsilon(settings.epsilon).eigen_refresh_tolerance(tolerance);
+  auto solver = InverseRootOptions()
+                    .method(RootMethod::EVD)
+                    .epsilon(settings.epsilon)
+                    .eigen(EigenOptions().refresh_tolerance(tolerance));
   InverseRootWorkspace workspace;
   Eigenbasis start;
   (void)inverse_root(inputs.start, settings.p, solver, workspace, start);

@@ -264,7 +264,7 @@ std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Ar
     for (const auto& tolerance_name : arguments.list("eigen-tolerances")) {
       const double tolerance = std::stod(tolerance_name);
       variants.emplace_back(tolerance > 0.0 ? " warm τ=" + tolerance_name : std::string(),
-          InverseRootOptions(root).eigen_refresh_tolerance(tolerance));
+          InverseRootOptions(root).eigen(EigenOptions().refresh_tolerance(tolerance)));
     }
   } else if (method == RootMethod::NewtonDB) {
     for (const auto& polynomial_name : arguments.list("ndb-polynomials")) {
@@ -272,9 +272,8 @@ std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Ar
       variants.emplace_back(polynomial == NewtonDBPolynomial::NewtonSchulz
                                 ? std::string()
                                 : " " + to_string(polynomial) + " ℓ=" + arguments.text("minimax-interval-min"),
-          InverseRootOptions(root)
-              .newton_db_polynomial(polynomial)
-              .minimax_interval_min(arguments.real("minimax-interval-min")));
+          InverseRootOptions(root).newton_db(
+              NewtonDBOptions().polynomial(polynomial).interval_min(arguments.real("minimax-interval-min"))));
     }
   } else {
     variants.emplace_back(std::string(), root);
@@ -303,8 +302,9 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
         for (const auto& [variant_label, root] : variants) {
           for (const auto& execution_name : arguments.list("executions")) {
             const auto execution = parse_execution(execution_name);
-            auto options = DashOptions(base).execution(execution).root(
-                InverseRootOptions(root).scaling(scaling).precision(precision));
+            auto root_options = InverseRootOptions(root).precision(precision);
+            root_options.scaling().method(scaling);
+            auto options = DashOptions(base).execution(execution).root(root_options);
             result.push_back({to_string(execution) + " " + to_string(method) + variant_label + " " +
                                   (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " + to_string(precision),
                 false, options});

@@ -16,8 +16,9 @@ int main() {
           .block_size(32)     // 64×32 and 4×64 weights → ragged-free 32×32 and 4×32 blocks
           .root_frequency(5)  // recompute L^{-1/4}, R^{-1/4} every 5 steps …
           .start_step(5)      // … starting at step 5 (Adam-grafted steps before)
-          .root(
-              dash::InverseRootOptions().method(dash::RootMethod::NewtonDB).scaling(dash::Scaling::MultiPowerIteration))
+          .root(dash::InverseRootOptions()
+                    .method(dash::RootMethod::NewtonDB)
+                    .scaling(dash::SpectralScaleOptions().method(dash::Scaling::MultiPowerIteration)))
           .weight_decay(1e-4));
   torch::optim::StepLR scheduler(optimizer, /*step_size=*/100, /*gamma=*/0.5);
 

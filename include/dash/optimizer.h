@@ -10,92 +10,19 @@
 // Distributed Shampoo's step with grafting; the root solvers are <dash/inverse_root.h>.
 
 #include <dash/inverse_root.h>
+#include <dash/optimizer_options.h>
 #include <dash/root_method_choice.h>
 
-#include <torch/arg.h>
 #include <torch/optim/optimizer.h>
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
-#include <tuple>
 #include <vector>
 
 namespace dash {
 class DistributedContext;  // <dash/distributed.h>
-
-/// Direction whose per-block norm the Shampoo update is scaled to (spec §4 step 6).
-enum class GraftingType { Adam, RMSprop, AdaGrad, SGD, None };
-
-/// What happens to parameters that are 1-D after squeezing size-1 dimensions.
-enum class OneDimensional {
-  AdamW,      ///< AdamW with `adamw_betas` / `adamw_eps` (0-D parameters always use it)
-  Shampoo1D,  ///< segments of ≤ block_size, one factor L = EMA(g gᵀ) each, root 2
-};
-
-/// How the blocks are processed.
-/// (The values are stored in checkpoints: new ones go at the end.)
-enum class Execution {
-  Batched,     ///< one batched call per stack (DASH)
-  Sequential,  ///< one block at a time, per-matrix calls (the Distributed Shampoo baseline)
-  /// Batched, except that each factor stack's inverse roots are computed batched or
-  /// one block at a time, whichever a timing at that stack's second root computation
-  /// finds faster on the device in use (kept from then on, saved in checkpoints,
-  /// shown in diagnostics()). On a CPU both ways give bitwise the same roots.
-  Auto,
-};
-
-/// What a non-finite gradient does. Either way one scalar is read back per step.
-enum class NonFiniteGradients { Error, SkipStep };
-
-struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions> {
-  using betas_t = std::tuple<double, double>;
-
-  DashOptions(double lr = 1e-3);  // NOLINT(google-explicit-constructor): like AdamWOptions
-
-  TORCH_ARG(double, lr) = 1e-3;
-  /// β_G: EMA of the gradient (momentum of Ĝ).
-  TORCH_ARG(double, beta_grad) = 0.9;
-  /// β_LR: EMA of the factors L, R; 1 means plain sums (AdaGrad style).
-  TORCH_ARG(double, beta_factor) = 0.95;
-  /// β_g: EMA of the grafting statistic (Adam, RMSprop).
-  TORCH_ARG(double, beta_graft) = 0.95;
-  TORCH_ARG(double, eps_graft) = 1e-8;
-  TORCH_ARG(int64_t, block_size) = 1024;
-  /// f: inverse roots are recomputed at start_step and every f steps after it.
-  TORCH_ARG(int64_t, root_frequency) = 10;
-  /// t_start: first preconditioned step; before it the step is the grafting direction.
-  TORCH_ARG(int64_t, start_step) = 10;
-  /// Solver, scaling, precision and ε of the inverse roots.
-  TORCH_ARG(InverseRootOptions, root) = InverseRootOptions();
-  /// Root per side; 0: 4 for matrices (spec's L^{-1/4} G R^{-1/4}), 2 for 1-D Shampoo.
-  TORCH_ARG(int64_t, exponent_override) = 0;
-  TORCH_ARG(GraftingType, grafting) = GraftingType::Adam;
-  TORCH_ARG(double, momentum) = 0.0;
-  TORCH_ARG(bool, nesterov) = false;
-  /// Decoupled weight decay W ← W(1 − lr·wd).
-  TORCH_ARG(double, weight_decay) = 0.0;
-  /// Whether 1-D (and 0-D) parameters are decayed too.
-  TORCH_ARG(bool, decay_one_dimensional) = false;
-  TORCH_ARG(bool, bias_correction) = true;
-  TORCH_ARG(OneDimensional, one_dimensional) = OneDimensional::AdamW;
-  TORCH_ARG(betas_t, adamw_betas) = std::make_tuple(0.9, 0.95);
-  TORCH_ARG(double, adamw_eps) = 1e-8;
-  TORCH_ARG(Execution, execution) = Execution::Auto;
-  TORCH_ARG(NonFiniteGradients, non_finite_gradients) = NonFiniteGradients::Error;
-  /// Bounded failures: once some factor's inverse root has failed this many root
-  /// computations in a row (a failed root keeps the previous one), the next step()
-  /// raises before it changes anything. 0: never (the default). Checked within the
-  /// step's one read back; single process only (an error with several ranks).
-  TORCH_ARG(int64_t, max_consecutive_root_failures) = 0;
-
- public:
-  void serialize(torch::serialize::InputArchive& archive) override;
-  void serialize(torch::serialize::OutputArchive& archive) const override;
-  double get_lr() const override;
-  void set_lr(const double lr) override;
-};
 
 /// Health of one factor stack (all factors of one size in one parameter group).
 struct FactorStackDiagnostics {
@@ -115,7 +42,7 @@ struct FactorStackDiagnostics {
   /// RootMethod::Auto: the time and error of every method it compared (empty after
   /// a checkpoint is loaded: the choice is saved, the trials are not).
   std::vector<RootMethodTrial> root_method_trials{};
-  /// EVD with eigen_refresh_tolerance > 0 (InverseRootOptions), over all root
+  /// EVD with eigen().refresh_tolerance() > 0 (InverseRootOptions), over all root
   /// computations so far: roots whose eigenbasis was kept, warm-started (QR
   /// steps) or recomputed by eigh.
   int64_t roots_kept = 0;
@@ -199,21 +126,5 @@ class Dash : public torch::optim::Optimizer {
   std::unique_ptr<Impl> impl_;
   std::shared_ptr<const DistributedContext> distributed_;
 };
-
-// Names, for command lines, config files and reports: to_string() gives the
-// canonical one; parse_*() is case-insensitive and rejects an unknown name with
-// the list of valid ones (c10::Error).
-std::string to_string(GraftingType grafting);
-std::string to_string(Execution execution);
-std::string to_string(OneDimensional treatment);
-std::string to_string(NonFiniteGradients policy);
-/// "adam", "rmsprop", "adagrad", "sgd", "none".
-GraftingType parse_grafting_type(const std::string& name);
-/// "auto", "batched", "sequential".
-Execution parse_execution(const std::string& name);
-/// "adamw", "shampoo-1d".
-OneDimensional parse_one_dimensional(const std::string& name);
-/// "error", "skip-step".
-NonFiniteGradients parse_non_finite_gradients(const std::string& name);
 
 }  // namespace dash

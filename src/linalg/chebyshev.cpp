@@ -40,11 +40,10 @@ at::Tensor chebyshev_coefficients(const at::Tensor& lower, int64_t degree, int64
 }  // namespace
 
 at::Tensor chebyshev_root(const at::Tensor& normalized, const at::Tensor& epsilon, int64_t p,
-    const ChebyshevOptions& options, Scratch& scratch) {
-  const int64_t degree = options.degree;
-  const auto precision = options.precision;
+    const ChebyshevOptions& options, MatmulPrecision precision, Scratch& scratch) {
+  const int64_t degree = options.degree();
   const auto identity = identity_like(normalized);
-  auto lower = epsilon.reshape({-1, 1}).clamp_min(options.interval_min);  // δ, (N, 1)
+  auto lower = epsilon.reshape({-1, 1}).clamp_min(options.interval_min());  // δ, (N, 1)
   // One contiguous (N, 1, 1) column per coefficient, made once.
   auto coefficients = chebyshev_coefficients(lower, degree, p).t().contiguous().unsqueeze(-1).unsqueeze(-1);
   auto coefficient = [&](int64_t k) { return coefficients[k]; };

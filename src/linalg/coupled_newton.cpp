@@ -43,8 +43,8 @@ at::Tensor scaled(const at::Tensor& t, double c, Scratch& scratch) {
 
 }  // namespace
 
-at::Tensor coupled_newton_root(
-    const at::Tensor& normalized, int64_t p, const NewtonOptions& options, Scratch& scratch) {
+at::Tensor coupled_newton_root(const at::Tensor& normalized, int64_t p, const NewtonOptions& options,
+    MatmulPrecision precision, Scratch& scratch) {
   const double pd = static_cast<double>(p);
   const double z = (pd + 1.0) / 2.0;
   const auto identity = identity_like(normalized);
@@ -52,15 +52,15 @@ at::Tensor coupled_newton_root(
   at::Tensor x;
   at::Tensor m = scaled(normalized, z, scratch);
   at::Tensor n;
-  for (int64_t step = 0; step < options.steps; ++step) {
+  for (int64_t step = 0; step < options.steps(); ++step) {
     n = at::Tensor();  // last step's N is dead: its buffer takes this one
     n = scratch.empty_like(m);
     at::add_out(n, diagonal, m, -1.0 / pd);
     // X₀ is a multiple of I, so the first X·N is a scalar multiple of N.
-    x = step == 0 ? scaled(n, std::pow(z, 1.0 / pd), scratch) : matmul(x, n, options.precision, scratch);
-    m = power_times(n, p, std::move(m), options.precision, scratch);
-    if (is_tolerance_check_step(step, options.tolerance, options.check_interval) &&
-        all_within_tolerance(relative_frobenius(m - identity), options.tolerance)) {
+    x = step == 0 ? scaled(n, std::pow(z, 1.0 / pd), scratch) : matmul(x, n, precision, scratch);
+    m = power_times(n, p, std::move(m), precision, scratch);
+    if (is_tolerance_check_step(step, options.tolerance(), options.check_interval()) &&
+        all_within_tolerance(relative_frobenius(m - identity), options.tolerance())) {
       break;
     }
   }

@@ -17,60 +17,6 @@
 #include <limits>
 
 namespace dash {
-namespace linalg {
-
-NewtonOptions newton_options(const InverseRootOptions& options) {
-  return {options.newton_steps(), options.tolerance(), options.tolerance_check_interval(), options.precision()};
-}
-
-NewtonDBOptions newton_db_options(const InverseRootOptions& options) {
-  return {newton_options(options), options.newton_db_polynomial(), options.minimax_interval_min()};
-}
-
-}  // namespace linalg
-
-void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
-  // Shampoo asks for p = 2·(tensor order); beyond 64 a root is the identity to float precision.
-  TORCH_CHECK(p >= 1 && p <= 64, "dash::inverse_root: root p must be an integer in [1, 64], got p = ", p);
-  TORCH_CHECK(options.epsilon() >= 0.0 && std::isfinite(options.epsilon()),
-      "dash::inverse_root: epsilon must be finite and >= 0, got ", options.epsilon());
-  TORCH_CHECK(
-      options.newton_steps() >= 1, "dash::inverse_root: newton_steps must be >= 1, got ", options.newton_steps());
-  TORCH_CHECK(options.power_iterations() >= 1, "dash::inverse_root: power_iterations must be >= 1, got ",
-      options.power_iterations());
-  TORCH_CHECK(options.power_vectors() >= 1 && options.power_vectors() <= 32,
-      "dash::inverse_root: power_vectors must be in [1, 32], got ", options.power_vectors());
-  TORCH_CHECK(options.power_margin() >= 1.0 && std::isfinite(options.power_margin()),
-      "dash::inverse_root: power_margin must be finite and >= 1, got ", options.power_margin());
-  TORCH_CHECK(options.tolerance() >= 0.0, "dash::inverse_root: tolerance must be >= 0 (0 = fixed steps), got ",
-      options.tolerance());
-  TORCH_CHECK(options.tolerance_check_interval() >= 1,
-      "dash::inverse_root: tolerance_check_interval must be >= 1, got ", options.tolerance_check_interval());
-  TORCH_CHECK(options.chebyshev_degree() >= 1, "dash::inverse_root: chebyshev_degree must be >= 1, got ",
-      options.chebyshev_degree());
-  TORCH_CHECK(options.chebyshev_interval_min() > 0.0 && options.chebyshev_interval_min() < 1.0,
-      "dash::inverse_root: chebyshev_interval_min must be in (0, 1), got ", options.chebyshev_interval_min());
-  TORCH_CHECK(options.minimax_interval_min() >= 1e-12 && options.minimax_interval_min() < 1.0,
-      "dash::inverse_root: minimax_interval_min must be in [1e-12, 1), got ", options.minimax_interval_min());
-  if (options.method() == RootMethod::NewtonDB && options.newton_db_polynomial() != NewtonDBPolynomial::NewtonSchulz &&
-      options.precision() != MatmulPrecision::FP32) {
-    // Measured (docs/benchmarks.md, "Accuracy per matmul"): the minimax steps lift
-    // small eigenvalues 5–8× per step, and 16-bit rounding of Z·Y with them; the
-    // coupled iteration does not correct the drift.
-    TORCH_WARN_ONCE(
-        "dash::inverse_root: NewtonDB minimax polynomials with 16-bit matmuls amplify rounding "
-        "(measured relative errors up to 0.6 at condition 1e2, where Newton-Schulz reaches 8e-3); "
-        "use them with fp32");
-  }
-  TORCH_CHECK(options.eigen_refresh_tolerance() >= 0.0 && options.eigen_refresh_tolerance() <= 1.0,
-      "dash::inverse_root: eigen_refresh_tolerance must be in [0, 1], got ", options.eigen_refresh_tolerance());
-  TORCH_CHECK(options.eigen_warm_iterations() >= 0 && options.eigen_warm_iterations() <= 100,
-      "dash::inverse_root: eigen_warm_iterations must be in [0, 100], got ", options.eigen_warm_iterations());
-  TORCH_CHECK(
-      options.auto_max_error() > 0.0, "dash::inverse_root: auto_max_error must be > 0, got ", options.auto_max_error());
-  TORCH_CHECK(options.method() != RootMethod::NewtonDB || (p & (p - 1)) == 0,
-      "dash::inverse_root: NewtonDB computes roots p = 1 or a power of two, got p = ", p);
-}
 
 namespace {
 
@@ -118,21 +64,20 @@ at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int
       if (basis != nullptr) {
         // Eigenvectors do not depend on the scale s, so the basis carries over
         // between computations whatever s each one had.
-        auto values = linalg::refresh_eigenbasis(
-            normalized, epsilon, p, {options.eigen_refresh_tolerance(), options.eigen_warm_iterations()}, *basis);
+        auto values = linalg::refresh_eigenbasis(normalized, epsilon, p, options.eigen(), *basis);
         return linalg::root_from_eigenbasis(
-            values, basis->vectors, epsilon, p, options.eigen_heuristic(), options.precision(), scratch);
+            values, basis->vectors, epsilon, p, options.eigen().heuristic(), options.precision(), scratch);
       }
-      return linalg::eigen_root(normalized, epsilon, p, options.eigen_heuristic(), options.precision(), scratch);
+      return linalg::eigen_root(normalized, epsilon, p, options.eigen().heuristic(), options.precision(), scratch);
     case RootMethod::CoupledNewton:
-      return linalg::coupled_newton_root(normalized, p, linalg::newton_options(options), scratch);
+      return linalg::coupled_newton_root(normalized, p, options.newton(), options.precision(), scratch);
     case RootMethod::NewtonDB:
       if (keep_normalized) normalized = scratch.empty_like(normalized).copy_(normalized);
       raise_to_sixteen_bit_floor(normalized, epsilon, options.precision());
-      return linalg::newton_db_root(std::move(normalized), p, linalg::newton_db_options(options), scratch);
+      return linalg::newton_db_root(
+          std::move(normalized), p, options.newton(), options.newton_db(), options.precision(), scratch);
     case RootMethod::Chebyshev:
-      return linalg::chebyshev_root(normalized, epsilon, p,
-          {options.chebyshev_degree(), options.chebyshev_interval_min(), options.precision()}, scratch);
+      return linalg::chebyshev_root(normalized, epsilon, p, options.chebyshev(), options.precision(), scratch);
     case RootMethod::Auto:
       break;  // with_stack() rejects it
   }
@@ -161,7 +106,8 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
   if (options.epsilon() > 0.0 && !evd) normalized.diagonal(0, -2, -1).add_(options.epsilon());
 
   // EVD needs no spectral bound, only a scale that keeps entries near 1.
-  auto scale = evd ? linalg::largest_magnitude(normalized) : linalg::spectral_scale(normalized, options, scratch);
+  auto scale = evd ? linalg::largest_magnitude(normalized)
+                   : linalg::spectral_scale(normalized, options.scaling(), options.precision(), scratch);
   // With ε added, λ_max ≥ ε; the floor only matters for an all-zero block at ε = 0.
   scale = scale.clamp_min(std::max(options.epsilon(), static_cast<double>(std::numeric_limits<float>::min())));
   // A scale beyond the float range (entries near FLT_MAX / (margin · b)) would

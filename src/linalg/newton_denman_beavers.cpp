@@ -95,8 +95,7 @@ at::Tensor step_matrix(const at::Tensor& z, const at::Tensor& y, const OddPolyno
 
 // Takes B by value so that its buffer is free for the iterates after the first step.
 SquareRoots newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps, PassOutput needed,
-    const NewtonDBOptions& options, Scratch& scratch) {
-  const auto precision = options.newton.precision;
+    const NewtonOptions& newton, MatmulPrecision precision, Scratch& scratch) {
   ConstantTerm constant(b, scratch);
   const int64_t count = static_cast<int64_t>(steps.size());
   // First step, Z₀ = I: E₀ = q₀(B), Y₁ = B E₀ and Z₁ = E₀ save the Z·Y and E·Z matmuls.
@@ -106,11 +105,11 @@ SquareRoots newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps
   b = at::Tensor();
   auto z = std::move(e);
   for (int64_t step = 1; step < count; ++step) {
-    const bool check = is_tolerance_check_step(step, options.newton.tolerance, options.newton.check_interval);
+    const bool check = is_tolerance_check_step(step, newton.tolerance(), newton.check_interval());
     at::Tensor residual;
     e = at::Tensor();  // the last step's E is dead: its buffer serves this step's W or E
     e = step_matrix(z, y, steps[step], constant.for_step(steps[step]), precision, scratch, check ? &residual : nullptr);
-    if (check && all_within_tolerance(residual, options.newton.tolerance)) break;
+    if (check && all_within_tolerance(residual, newton.tolerance())) break;
     const bool last = step + 1 == count;
     if (!last || needed == PassOutput::Root) y = matmul(y, e, precision, scratch);
     if (!last || needed == PassOutput::InverseRoot) z = matmul(e, z, precision, scratch);
@@ -133,24 +132,24 @@ double minimax_target_error(MatmulPrecision precision) {
 
 }  // namespace
 
-std::vector<std::vector<OddPolynomial>> newton_db_schedule(int64_t p, const NewtonDBOptions& options) {
+std::vector<std::vector<OddPolynomial>> newton_db_schedule(
+    int64_t p, const NewtonOptions& newton, const NewtonDBOptions& options, MatmulPrecision precision) {
   TORCH_CHECK(
       p >= 1 && (p & (p - 1)) == 0, "dash::inverse_root: NewtonDB computes roots p = 1 or a power of two, got p = ", p);
   int64_t passes = 0;
   for (int64_t rest = std::max<int64_t>(p, 2); rest > 1; rest /= 2) ++passes;
   std::vector<std::vector<OddPolynomial>> schedule;
-  if (options.polynomial == NewtonDBPolynomial::NewtonSchulz) {
-    schedule.assign(passes, std::vector<OddPolynomial>(options.newton.steps, newton_schulz_polynomial(3)));
+  if (options.polynomial() == NewtonDBPolynomial::NewtonSchulz) {
+    schedule.assign(passes, std::vector<OddPolynomial>(newton.steps(), newton_schulz_polynomial(3)));
     return schedule;
   }
   // The first pass sees x = √b ∈ [√ℓ, 1]. A pass that leaves x within [1 − E, 1 + E]
   // for those b gives the next pass Y = √b·x, so x' = √Y ∈ [√(√ℓ(1 − E)), √(1 + E)].
-  double lower = std::sqrt(options.interval_min);
+  double lower = std::sqrt(options.interval_min());
   double upper = 1.0;
-  const int degree = options.polynomial == NewtonDBPolynomial::Minimax5 ? 5 : 3;
+  const int degree = options.polynomial() == NewtonDBPolynomial::Minimax5 ? 5 : 3;
   for (int64_t pass = 0; pass < passes; ++pass) {
-    schedule.push_back(
-        minimax_schedule(lower, upper, degree, options.newton.steps, minimax_target_error(options.newton.precision)));
+    schedule.push_back(minimax_schedule(lower, upper, degree, newton.steps(), minimax_target_error(precision)));
     const double error = schedule.back().back().error;
     lower = std::sqrt(lower * std::max(1.0 - error, lower));
     upper = std::sqrt(1.0 + error);
@@ -158,18 +157,19 @@ std::vector<std::vector<OddPolynomial>> newton_db_schedule(int64_t p, const Newt
   return schedule;
 }
 
-at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonDBOptions& options, Scratch& scratch) {
-  const auto schedule = newton_db_schedule(p, options);
+at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions& newton, const NewtonDBOptions& options,
+    MatmulPrecision precision, Scratch& scratch) {
+  const auto schedule = newton_db_schedule(p, newton, options, precision);
   if (p == 1) {
-    auto half = newton_db_pass(std::move(normalized), schedule[0], PassOutput::InverseRoot, options, scratch);
-    return matmul(half.inverse_root, half.inverse_root, options.newton.precision, scratch);
+    auto half = newton_db_pass(std::move(normalized), schedule[0], PassOutput::InverseRoot, newton, precision, scratch);
+    return matmul(half.inverse_root, half.inverse_root, precision, scratch);
   }
   auto input = std::move(normalized);
   at::Tensor result;
   for (size_t pass = 0; pass < schedule.size(); ++pass) {
     result = at::Tensor();  // the previous pass's Z is not needed: its buffer serves this pass
     const auto needed = pass + 1 == schedule.size() ? PassOutput::InverseRoot : PassOutput::Root;
-    auto roots = newton_db_pass(std::move(input), schedule[pass], needed, options, scratch);
+    auto roots = newton_db_pass(std::move(input), schedule[pass], needed, newton, precision, scratch);
     input = std::move(roots.root);
     result = std::move(roots.inverse_root);
   }

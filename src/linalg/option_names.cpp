@@ -1,6 +1,6 @@
-// Names of the solver enums (declared with them in <dash/inverse_root.h>).
+// Names of the solver enums (declared with them in <dash/root_options.h>).
 
-#include <dash/inverse_root.h>
+#include <dash/root_options.h>
 
 #include "common/name_table.h"
 

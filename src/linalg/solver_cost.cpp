@@ -39,7 +39,7 @@ int64_t newton_db_pass_matmuls(const std::vector<linalg::OddPolynomial>& steps, 
 }
 
 int64_t newton_db_matmuls(int64_t p, const InverseRootOptions& options) {
-  const auto schedule = linalg::newton_db_schedule(p, linalg::newton_db_options(options));
+  const auto schedule = linalg::newton_db_schedule(p, options.newton(), options.newton_db(), options.precision());
   int64_t matmuls = p == 1 ? 1 : 0;  // p = 1 squares the inverse square root
   for (size_t pass = 0; pass < schedule.size(); ++pass) {
     matmuls += newton_db_pass_matmuls(schedule[pass], /*returns_root=*/pass + 1 < schedule.size());
@@ -49,13 +49,13 @@ int64_t newton_db_matmuls(int64_t p, const InverseRootOptions& options) {
 
 double scaling_flops(int64_t b, const InverseRootOptions& options) {
   const double bd = static_cast<double>(b);
-  switch (options.scaling()) {
+  switch (options.scaling().method()) {
     case Scaling::Frobenius:
       return 0.0;
     case Scaling::PowerIteration:
-      return 2.0 * bd * bd * static_cast<double>(options.power_iterations());
+      return 2.0 * bd * bd * static_cast<double>(options.scaling().iterations());
     case Scaling::MultiPowerIteration:
-      return 2.0 * bd * bd * static_cast<double>(options.power_iterations() * options.power_vectors());
+      return 2.0 * bd * bd * static_cast<double>(options.scaling().iterations() * options.scaling().vectors());
   }
   return 0.0;
 }
@@ -74,14 +74,14 @@ double inverse_root_flops(int64_t count, int64_t b, int64_t p, const InverseRoot
     case RootMethod::CoupledNewton:
       // Step 1: X₁ = c·N is free; every step: X·N (not in step 1) and N^p·M.
       per_matrix = scaling_flops(b, options) +
-                   matmul * static_cast<double>(options.newton_steps() * (1 + power_times_matmuls(p)) - 1);
+                   matmul * static_cast<double>(options.newton().steps() * (1 + power_times_matmuls(p)) - 1);
       break;
     case RootMethod::NewtonDB:
       per_matrix = scaling_flops(b, options) + matmul * static_cast<double>(newton_db_matmuls(p, options));
       break;
     case RootMethod::Chebyshev:
       per_matrix = scaling_flops(b, options) +
-                   matmul * static_cast<double>(std::max<int64_t>(options.chebyshev_degree() - 1, 0));
+                   matmul * static_cast<double>(std::max<int64_t>(options.chebyshev().degree() - 1, 0));
       break;
     case RootMethod::Auto:
       TORCH_CHECK(false, "dash::inverse_root_flops: RootMethod::Auto has no cost of its own; pass the method it chose");

@@ -5,7 +5,7 @@
 // Each returns Â^{-1/p}; inverse_root() undoes the scaling with s^{-1/p}.
 // Working in normalised units keeps 16-bit matmuls in range for any input scale.
 //
-// All are pure functions of their arguments and the few options each uses; all
+// All are pure functions of their arguments and of their own options struct; all
 // work on (N, b, b) stacks. Stack-sized temporaries come from `scratch`; the
 // returned root lives in a scratch buffer too (free again once dropped).
 
@@ -21,39 +21,11 @@
 
 namespace dash::linalg {
 
-/// What the Newton-type iterations (CoupledNewton, NewtonDB) use.
-struct NewtonOptions {
-  int64_t steps = 10;
-  /// 0: always `steps`; > 0: stop once every residual is ≤ tolerance, checked
-  /// every `check_interval` steps (one host read-back per check).
-  double tolerance = 0.0;
-  int64_t check_interval = 4;
-  MatmulPrecision precision = MatmulPrecision::FP32;
-};
-
-/// What NewtonDB uses: the Newton options plus the step polynomials.
-struct NewtonDBOptions {
-  NewtonOptions newton;
-  NewtonDBPolynomial polynomial = NewtonDBPolynomial::NewtonSchulz;
-  /// ℓ: the minimax polynomials are made for a normalised spectrum in [ℓ, 1].
-  double interval_min = 1e-6;
-};
-
-/// The options' Newton and NewtonDB parts.
-NewtonOptions newton_options(const InverseRootOptions& options);
-NewtonDBOptions newton_db_options(const InverseRootOptions& options);
-
 /// The step polynomials of each square-root pass of newton_db_root(): Newton–Schulz
-/// `steps` times, or minimax schedules, each pass's made for the spectrum the
-/// previous pass leaves. Pure host arithmetic.
-std::vector<std::vector<OddPolynomial>> newton_db_schedule(int64_t p, const NewtonDBOptions& options);
-
-/// What the Chebyshev method uses.
-struct ChebyshevOptions {
-  int64_t degree = 40;
-  double interval_min = 1e-3;
-  MatmulPrecision precision = MatmulPrecision::FP32;
-};
+/// `newton.steps()` times, or minimax schedules, each pass's made for the spectrum
+/// the previous pass leaves. Pure host arithmetic.
+std::vector<std::vector<OddPolynomial>> newton_db_schedule(
+    int64_t p, const NewtonOptions& newton, const NewtonDBOptions& options, MatmulPrecision precision);
 
 /// eigh-based root with the given eigenvalue heuristic. `epsilon` (N, 1, 1) is
 /// the regularisation in normalised units (ε/s).
@@ -68,36 +40,34 @@ std::tuple<at::Tensor, at::Tensor> batched_eigh(const at::Tensor& a);
 at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vectors, const at::Tensor& epsilon,
     int64_t p, EigenHeuristic heuristic, MatmulPrecision precision, Scratch& scratch);
 
-/// What the warm-started eigendecomposition uses (see InverseRootOptions).
-struct WarmEigenOptions {
-  double tolerance = 0.0;  ///< accepted estimated relative error of the root
-  int64_t iterations = 1;
-};
-
 /// Updates `basis` to an eigenbasis of each matrix of `a` (N, b, b), warm-started
 /// from the previous one (warm_eigen.cpp), judged by the error of the root
 /// (a + εI)^{-1/p} it gives (`epsilon` (N, 1, 1)); returns the eigenvalues (N, b).
+/// Reads EigenOptions' refresh_tolerance and warm_iterations.
 at::Tensor refresh_eigenbasis(
-    const at::Tensor& a, const at::Tensor& epsilon, int64_t p, const WarmEigenOptions& options, Eigenbasis& basis);
+    const at::Tensor& a, const at::Tensor& epsilon, int64_t p, const EigenOptions& options, Eigenbasis& basis);
 
 /// Coupled Newton (Guo & Higham 2006, eq. 3.1–3.2; spec §5).
-at::Tensor coupled_newton_root(const at::Tensor& normalized, int64_t p, const NewtonOptions& options, Scratch& scratch);
+at::Tensor coupled_newton_root(
+    const at::Tensor& normalized, int64_t p, const NewtonOptions& options, MatmulPrecision precision, Scratch& scratch);
 
 /// Newton–Denman–Beavers square-root passes (spec §5); p = 1 or a power of two.
 /// Takes the stack by value: its buffer is reused once the first step has read it.
-at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonDBOptions& options, Scratch& scratch);
+at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions& newton, const NewtonDBOptions& options,
+    MatmulPrecision precision, Scratch& scratch);
 
 /// Chebyshev interpolant of x^{-1/p} evaluated by Clenshaw's recurrence (spec §5).
 /// `epsilon` (N, 1, 1) is ε/s and bounds the fitted interval from below.
 at::Tensor chebyshev_root(const at::Tensor& normalized, const at::Tensor& epsilon, int64_t p,
-    const ChebyshevOptions& options, Scratch& scratch);
+    const ChebyshevOptions& options, MatmulPrecision precision, Scratch& scratch);
 
 /// The start vectors of (multi-vector) power iteration, (b, v), entries in [-1, 1),
 /// unnormalised: deterministic pseudo-random numbers, the same for every call.
 at::Tensor power_start_vectors(int64_t b, int64_t v, const at::TensorOptions& options);
 
 /// estimate_spectral_scale() (<dash/inverse_root.h>) with its temporaries from `scratch`.
-at::Tensor spectral_scale(const at::Tensor& matrices, const InverseRootOptions& options, Scratch& scratch);
+at::Tensor spectral_scale(
+    const at::Tensor& matrices, const SpectralScaleOptions& options, MatmulPrecision precision, Scratch& scratch);
 
 /// Early stop of the Newton solvers: true on the steps where the tolerance is to
 /// be checked (only when a tolerance is asked for).

@@ -47,31 +47,31 @@ namespace {
 // start vectors at once as one (N, b, v) batched matmul (multi-vector power
 // iteration, DASH §3.3). ‖A v‖ with unit v never exceeds λ_max for symmetric A
 // and is at least the Rayleigh quotient, so it is the tighter lower bound.
-at::Tensor power_iteration_scale(
-    const at::Tensor& a, int64_t vectors, const InverseRootOptions& options, linalg::Scratch& scratch) {
+at::Tensor power_iteration_scale(const at::Tensor& a, int64_t vectors, const SpectralScaleOptions& options,
+    MatmulPrecision precision, linalg::Scratch& scratch) {
   const auto tiny = std::numeric_limits<float>::min();
   auto v = linalg::power_start_vectors(a.size(-1), vectors, a.options());
   v = (v / at::linalg_vector_norm(v, 2, {0}, /*keepdim=*/true).clamp_min(tiny)).expand({a.size(0), -1, -1});
   at::Tensor norms;
-  for (int64_t i = 0; i < options.power_iterations(); ++i) {
-    auto w = linalg::matmul(a, v, options.precision(), scratch);
+  for (int64_t i = 0; i < options.iterations(); ++i) {
+    auto w = linalg::matmul(a, v, precision, scratch);
     norms = at::linalg_vector_norm(w, 2, {1}, /*keepdim=*/true);
     // Clamped so that an all-zero block gives s = 0 rather than 0/0.
     v = w / norms.clamp_min(tiny);
   }
-  return std::get<0>(norms.max(/*dim=*/2, /*keepdim=*/true)) * options.power_margin();
+  return std::get<0>(norms.max(/*dim=*/2, /*keepdim=*/true)) * options.margin();
 }
 
 }  // namespace
 
 namespace linalg {
 
-at::Tensor spectral_scale(const at::Tensor& matrices, const InverseRootOptions& options, Scratch& scratch) {
+at::Tensor spectral_scale(
+    const at::Tensor& matrices, const SpectralScaleOptions& options, MatmulPrecision precision, Scratch& scratch) {
   TORCH_CHECK(matrices.dim() == 2 || matrices.dim() == 3,
       "dash::estimate_spectral_scale: expected a (b, b) matrix or an (N, b, b) stack, got ", matrices.dim(),
       " dimensions");
-  TORCH_CHECK(options.power_iterations() >= 1, "dash::estimate_spectral_scale: power_iterations must be >= 1, got ",
-      options.power_iterations());
+  check_solver_options(options);
   const bool single = matrices.dim() == 2;
   auto a = single ? matrices.unsqueeze(0) : matrices;
   // Divide by the largest entry first: squares of entries above ~1e19 overflow
@@ -80,15 +80,15 @@ at::Tensor spectral_scale(const at::Tensor& matrices, const InverseRootOptions& 
   auto unit = scratch.empty_like(a);
   at::div_out(unit, a, magnitude);
   at::Tensor relative;
-  switch (options.scaling()) {
+  switch (options.method()) {
     case Scaling::Frobenius:
       relative = at::linalg_vector_norm(unit, 2, {1, 2}, /*keepdim=*/true);
       break;
     case Scaling::PowerIteration:
-      relative = power_iteration_scale(unit, 1, options, scratch);
+      relative = power_iteration_scale(unit, 1, options, precision, scratch);
       break;
     case Scaling::MultiPowerIteration:
-      relative = power_iteration_scale(unit, options.power_vectors(), options, scratch);
+      relative = power_iteration_scale(unit, options.vectors(), options, precision, scratch);
       break;
   }
   auto scale = relative * magnitude;
@@ -97,9 +97,10 @@ at::Tensor spectral_scale(const at::Tensor& matrices, const InverseRootOptions& 
 
 }  // namespace linalg
 
-at::Tensor estimate_spectral_scale(const at::Tensor& matrices, const InverseRootOptions& options) {
+at::Tensor estimate_spectral_scale(
+    const at::Tensor& matrices, const SpectralScaleOptions& options, MatmulPrecision precision) {
   linalg::Scratch scratch;
-  return linalg::spectral_scale(matrices, options, scratch);
+  return linalg::spectral_scale(matrices, options, precision, scratch);
 }
 
 }  // namespace dash

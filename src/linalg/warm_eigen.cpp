@@ -50,34 +50,34 @@ at::Tensor root_error_estimate(const at::Tensor& b, const at::Tensor& epsilon, i
 }  // namespace
 
 at::Tensor refresh_eigenbasis(
-    const at::Tensor& a, const at::Tensor& epsilon, int64_t p, const WarmEigenOptions& options, Eigenbasis& basis) {
+    const at::Tensor& a, const at::Tensor& epsilon, int64_t p, const EigenOptions& options, Eigenbasis& basis) {
   const auto count = a.size(0);
   const auto index_options = a.options().dtype(at::kLong);
   auto status = at::full({count}, kRecomputed, index_options);
   auto values = at::empty({count, a.size(1)}, a.options());
   auto vectors = at::empty_like(a);
   // τ = 0 is eigh every time (the QR steps could not reach it): no warm start.
-  const bool have_basis =
-      options.tolerance > 0.0 && basis.vectors.defined() && basis.vectors.sizes() == a.sizes() && basis.valid.defined();
+  const bool have_basis = options.refresh_tolerance() > 0.0 && basis.vectors.defined() &&
+                          basis.vectors.sizes() == a.sizes() && basis.valid.defined();
   if (have_basis) {
     const auto previous = basis.vectors.to(a.scalar_type());
     auto rotated = at::bmm(previous.transpose(1, 2), at::bmm(a, previous));  // B = QᵀAQ
-    auto kept = basis.valid & (root_error_estimate(rotated, epsilon, p) <= options.tolerance);
+    auto kept = basis.valid & (root_error_estimate(rotated, epsilon, p) <= options.refresh_tolerance());
     status.masked_fill_(kept, kKept);
     vectors.copy_(previous);
     values.copy_(rotated.diagonal(0, -2, -1));
     auto to_iterate = (basis.valid & kept.logical_not()).nonzero().view({-1});  // host read-back
-    if (options.iterations > 0 && to_iterate.numel() > 0) {
+    if (options.warm_iterations() > 0 && to_iterate.numel() > 0) {
       auto b = rotated.index_select(0, to_iterate);
       auto q = previous.index_select(0, to_iterate);
-      for (int64_t step = 0; step < options.iterations; ++step) {
+      for (int64_t step = 0; step < options.warm_iterations(); ++step) {
         auto [q_step, r_step] = at::linalg_qr(b);
         b = at::bmm(r_step, q_step);
         q = at::bmm(q, q_step);
       }
       vectors.index_copy_(0, to_iterate, q);
       values.index_copy_(0, to_iterate, b.diagonal(0, -2, -1));
-      auto converged = root_error_estimate(b, epsilon.index_select(0, to_iterate), p) <= options.tolerance;
+      auto converged = root_error_estimate(b, epsilon.index_select(0, to_iterate), p) <= options.refresh_tolerance();
       status.index_copy_(0, to_iterate,
           at::where(converged, at::full({}, kWarm, index_options), at::full({}, kRecomputed, index_options)));
     }
@@ -89,7 +89,7 @@ at::Tensor refresh_eigenbasis(
     // From eigh's ascending order a QR step would start reordering the basis and
     // make it less diagonal, not more. (τ = 0 never warm-starts: eigh's order, so
     // that the roots are plain EVD's bit for bit.)
-    const bool warm_later = options.tolerance > 0.0;
+    const bool warm_later = options.refresh_tolerance() > 0.0;
     values.index_copy_(0, stale, warm_later ? fresh_values.flip(-1) : fresh_values);
     vectors.index_copy_(0, stale, warm_later ? fresh_vectors.flip(-1) : fresh_vectors);
   }

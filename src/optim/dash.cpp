@@ -33,8 +33,7 @@ void check_ranks_agree(
     if (!group.params().empty()) device = group.params().front().device();
   }
   distributed->check_same_on_all_ranks(optim::groups_signature(groups), device,
-      "parameter shapes and state-shaping options (block_size, one_dimensional, exponent_override, grafting, "
-      "momentum)");
+      "parameter shapes and state-shaping options (" + optim::state_shaping_option_names() + ")");
 }
 
 }  // namespace

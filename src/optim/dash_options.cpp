@@ -52,7 +52,7 @@ void DashOptions::serialize(torch::serialize::OutputArchive& archive) const {
       return value;
   };
 #define DASH_WRITE(name, type) write(archive, #name, as_stored(name()));
-#define DASH_WRITE_ROOT(name, type) write(archive, "root." #name, as_stored(root().name()));
+#define DASH_WRITE_ROOT(name, type, path) write(archive, "root." #name, as_stored(root().path()));
   DASH_OPTION_FIELDS(DASH_WRITE)
   DASH_ROOT_FIELDS(DASH_WRITE_ROOT)
 #undef DASH_WRITE
@@ -65,7 +65,7 @@ void DashOptions::serialize(torch::serialize::InputArchive& archive) {
   DashOptions loaded;
   auto root_options = root();
 #define DASH_READ(name, type) loaded.name(read<type>(archive, #name, loaded.name()));
-#define DASH_READ_ROOT(name, type) root_options.name(read<type>(archive, "root." #name, root_options.name()));
+#define DASH_READ_ROOT(name, type, path) root_options.path(read<type>(archive, "root." #name, root_options.path()));
   DASH_OPTION_FIELDS(DASH_READ)
   DASH_ROOT_FIELDS(DASH_READ_ROOT)
 #undef DASH_READ
@@ -130,23 +130,45 @@ bool uses_graft_statistic(GraftingType grafting) {
   return grafting == GraftingType::Adam || grafting == GraftingType::RMSprop || grafting == GraftingType::AdaGrad;
 }
 
+std::vector<StateShapingOption> state_shaping_options(const DashOptions& o) {
+  const bool statistic = uses_graft_statistic(o.grafting());
+  const bool momentum = o.momentum() > 0.0;
+  return {
+      {"block_size", "B", o.block_size(), std::to_string(o.block_size())},
+      {"one_dimensional", "1d", static_cast<int64_t>(o.one_dimensional()), to_string(o.one_dimensional())},
+      {"exponent_override", "root", o.exponent_override(), std::to_string(o.exponent_override())},
+      // Grafting types that keep a statistic share their state's shapes; ranks
+      // still have to agree on the type itself.
+      {"grafting", "graft", static_cast<int64_t>(o.grafting()), statistic ? "with a statistic" : "without a statistic"},
+      {"momentum", "momentum", momentum ? 1 : 0, momentum ? "on" : "off"},
+  };
+}
+
+std::string state_shaping_option_names() {
+  std::string names;
+  for (const auto& option : state_shaping_options(DashOptions())) {
+    names += (names.empty() ? "" : ", ") + std::string(option.name);
+  }
+  return names;
+}
+
 std::string state_layout(const DashOptions& o) {
-  const bool graft_statistic = uses_graft_statistic(o.grafting());
-  return "block_size " + std::to_string(o.block_size()) + ", one_dimensional " +
-         std::to_string(static_cast<int>(o.one_dimensional())) + ", exponent_override " +
-         std::to_string(o.exponent_override()) + ", grafting " + (graft_statistic ? "with" : "without") +
-         " a statistic, momentum " + (o.momentum() > 0.0 ? "on" : "off");
+  std::string layout;
+  for (const auto& option : state_shaping_options(o)) {
+    layout += (layout.empty() ? "" : ", ") + std::string(option.name) + " " + option.layout;
+  }
+  return layout;
 }
 
 std::string groups_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+  // The format is part of every checkpoint ("dash.layout"): keep it as it is.
   std::string signature;
   for (size_t g = 0; g < groups.size(); ++g) {
-    const auto& options = options_of(groups[g]);
-    signature += "group " + std::to_string(g) + " B=" + std::to_string(options.block_size()) +
-                 " 1d=" + std::to_string(static_cast<int>(options.one_dimensional())) +
-                 " root=" + std::to_string(options.exponent_override()) +
-                 " graft=" + std::to_string(static_cast<int>(options.grafting())) +
-                 " momentum=" + std::to_string(options.momentum() > 0.0) + ":";
+    signature += "group " + std::to_string(g);
+    for (const auto& option : state_shaping_options(options_of(groups[g]))) {
+      signature += " " + std::string(option.key) + "=" + std::to_string(option.value);
+    }
+    signature += ":";
     for (const auto& param : groups[g].params()) signature += " " + c10::str(param.sizes());
     signature += "\n";
   }

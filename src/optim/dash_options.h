@@ -1,6 +1,6 @@
 #pragma once
 
-#include <dash/optimizer.h>
+#include <dash/optimizer_options.h>
 
 #include "blocking/stack_plan.h"
 #include "optim/block_update.h"
@@ -30,12 +30,29 @@ blocking::GroupBlocking group_blocking(const DashOptions& options);
 /// Whether a grafting type keeps a per-element second-moment statistic.
 bool uses_graft_statistic(GraftingType grafting);
 
-/// The options that decide the shapes of a group's state (blocking, roots, which
-/// moments exist), in words: they are fixed once the state exists.
+/// One option that decides the shapes of a group's state (which blocks, roots and
+/// moments exist): such options are fixed once the state exists, and every rank of
+/// a distributed optimizer must share them.
+struct StateShapingOption {
+  const char* name;    ///< the option's name
+  const char* key;     ///< its key in groups_signature()
+  int64_t value;       ///< what ranks and checkpoints must agree on
+  std::string layout;  ///< what the state's shapes depend on, in words (state_layout())
+};
+
+/// The one list of state-shaping options, with their values in `options`.
+std::vector<StateShapingOption> state_shaping_options(const DashOptions& options);
+
+/// Their names, comma-separated, for messages.
+std::string state_shaping_option_names();
+
+/// The state-shaping options' layouts, in words: a group whose layout changes after
+/// the state was built is an error.
 std::string state_layout(const DashOptions& options);
 
-/// The parameters' shapes and the state-shaping options, per group: what every
-/// rank of a distributed optimizer must agree on, and part of a checkpoint's layout.
+/// The parameters' shapes and the state-shaping options' values, per group: what
+/// every rank of a distributed optimizer must agree on, and part of a checkpoint's
+/// layout.
 std::string groups_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups);
 
 }  // namespace dash::optim

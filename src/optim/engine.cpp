@@ -393,7 +393,7 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     if (state.root_method == RootMethod::Auto) choose_root_method_for(k, root_options, due);
     root_options.method(state.root_method == RootMethod::Auto ? RootMethod::EVD : state.root_method);
   }
-  const bool warm_eigen = root_options.method() == RootMethod::EVD && root_options.eigen_refresh_tolerance() > 0.0;
+  const bool warm_eigen = root_options.method() == RootMethod::EVD && root_options.eigen().refresh_tolerance() > 0.0;
   if (warm_eigen && !state.basis.vectors.defined()) {
     state.basis.vectors = at::zeros_like(state.factors);
     state.basis.valid = at::zeros({stack.count}, state.factors.options().dtype(at::kBool));

@@ -1,6 +1,6 @@
-// Names of the optimizer enums (declared with them in <dash/optimizer.h>).
+// Names of the optimizer enums (declared with them in <dash/optimizer_options.h>).
 
-#include <dash/optimizer.h>
+#include <dash/optimizer_options.h>
 
 #include "common/name_table.h"
 

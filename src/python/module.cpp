@@ -105,8 +105,9 @@ void bind_inverse_root(py::module_& module) {
       "estimate_spectral_scale",
       [](const at::Tensor& matrices, const py::kwargs& options) {
         // Every method takes p = 1.
-        return with_root_options(/*p=*/1, options,
-            [&](const InverseRootOptions& root_options) { return estimate_spectral_scale(matrices, root_options); });
+        return with_root_options(/*p=*/1, options, [&](const InverseRootOptions& root_options) {
+          return estimate_spectral_scale(matrices, root_options.scaling(), root_options.precision());
+        });
       },
       py::arg("matrices"));
   module.def(

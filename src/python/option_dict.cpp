@@ -95,9 +95,9 @@ std::tuple<double, double> pair_from_python(py::handle value, const std::string&
 
 // Applies `key = value` to the root options; false if `key` is not a root option.
 bool set_root_option(InverseRootOptions& root, const std::string& key, py::handle value, bool optimizer_keys) {
-#define DASH_SET_ROOT(name, type)                               \
+#define DASH_SET_ROOT(name, type, path)                         \
   if (key == (optimizer_keys ? optimizer_key(#name) : #name)) { \
-    root.name(from_python<type>(value, key));                   \
+    root.path(from_python<type>(value, key));                   \
     return true;                                                \
   }
   DASH_ROOT_FIELDS(DASH_SET_ROOT)
@@ -125,7 +125,7 @@ bool set_option(DashOptions& options, const std::string& key, py::handle value) 
 py::dict to_dict(const DashOptions& options) {
   py::dict values;
 #define DASH_GET(name, type) values[#name] = to_python(options.name());
-#define DASH_GET_ROOT(name, type) values[optimizer_key(#name)] = to_python(options.root().name());
+#define DASH_GET_ROOT(name, type, path) values[optimizer_key(#name)] = to_python(options.root().path());
   DASH_OPTION_FIELDS(DASH_GET)
   DASH_ROOT_FIELDS(DASH_GET_ROOT)
 #undef DASH_GET

@@ -29,7 +29,8 @@ TEST_F(Cuda, SolversMatchTheCpu) {
   auto cuda_input = cpu_input.to(at::kCUDA);
   for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
     for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16}) {
-      auto options = InverseRootOptions().method(method).precision(precision).chebyshev_interval_min(1.0 / 202);
+      auto options = InverseRootOptions().method(method).precision(precision).chebyshev(
+          ChebyshevOptions().interval_min(1.0 / 202));
       auto on_cuda = inverse_root_with_diagnostics(cuda_input, 4, options);
       ASSERT_TRUE(on_cuda.root.is_cuda());
       EXPECT_TRUE(on_cuda.finite.all().item<bool>());

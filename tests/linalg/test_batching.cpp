@@ -23,7 +23,7 @@ class BatchedEqualsSingle : public ::testing::TestWithParam<std::tuple<RootMetho
 // shared across the stack by mistake would show.
 TEST_P(BatchedEqualsSingle, StackOfFiveMatchesFiveSingleCalls) {
   auto [method, scaling] = GetParam();
-  auto options = InverseRootOptions().method(method).scaling(scaling);
+  auto options = InverseRootOptions().method(method).scaling(SpectralScaleOptions().method(scaling));
   std::vector<at::Tensor> matrices;
   const double conditions[] = {1.0, 3.0, 10.0, 30.0, 100.0};
   const double tops[] = {1.0, 1e-3, 1e3, 5.0, 1e-6};
@@ -70,8 +70,8 @@ TEST(InverseRootShapes, SingleMatrixAndDiagnosticsShapes) {
 TEST(InverseRootShapes, ResidualSeparatesConvergedFromUnconverged) {
   auto a = log_spaced_spectrum(2, 32, 1e4, 3).matrices.to(at::kFloat);
   auto options = InverseRootOptions().epsilon(0.0);
-  auto converged = inverse_root_with_diagnostics(a, 4, options.newton_steps(30));
-  auto unconverged = inverse_root_with_diagnostics(a, 4, options.newton_steps(2));
+  auto converged = inverse_root_with_diagnostics(a, 4, InverseRootOptions(options).newton(NewtonOptions().steps(30)));
+  auto unconverged = inverse_root_with_diagnostics(a, 4, InverseRootOptions(options).newton(NewtonOptions().steps(2)));
   EXPECT_LE(converged.residual.max().item<double>(), 1e-3);
   EXPECT_GE(unconverged.residual.min().item<double>(), 1e-1);
 }

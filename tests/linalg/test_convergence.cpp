@@ -37,17 +37,18 @@ TEST_P(NewtonConvergence, ErrorFallsWithStepsToTheFloat32Floor) {
   const double condition = 1e3;
   auto spectrum = log_spaced_spectrum(2, 64, condition, 31);
   auto options = InverseRootOptions().method(GetParam()).epsilon(0.0);
+  auto with_steps = [&](int64_t steps) { return InverseRootOptions(options).newton(NewtonOptions().steps(steps)); };
   for (int64_t p : {2, 4}) {
     double previous = 1.0;
     for (int64_t steps : {6, 8, 10, 12}) {
-      double error = error_after(spectrum, p, options.newton_steps(steps));
+      double error = error_after(spectrum, p, with_steps(steps));
       std::cout << to_string(GetParam()) << " p " << p << " steps " << steps << ": " << error << "\n";
       EXPECT_LE(error, previous / 1.5) << "p " << p << " steps " << steps;
       previous = error;
     }
     const double floor = float32_floor(condition, 64, p);
-    EXPECT_LE(error_after(spectrum, p, options.newton_steps(16)), floor) << "p " << p;
-    EXPECT_LE(error_after(spectrum, p, options.newton_steps(40)), floor) << "p " << p;
+    EXPECT_LE(error_after(spectrum, p, with_steps(16)), floor) << "p " << p;
+    EXPECT_LE(error_after(spectrum, p, with_steps(40)), floor) << "p " << p;
   }
 }
 
@@ -57,18 +58,20 @@ TEST_P(NewtonConvergence, ErrorFallsWithStepsToTheFloat32Floor) {
 // single step count describes the whole run.)
 TEST_P(NewtonConvergence, ToleranceStopsEarlyAtACheckStep) {
   auto a = log_spaced_spectrum(3, 32, 1e2, 32).matrices.to(at::kFloat);
-  auto options = InverseRootOptions().method(GetParam()).epsilon(0.0).newton_steps(200);
-  auto early = inverse_root(a, 2, options.tolerance(1e-4).tolerance_check_interval(2));
+  auto options = InverseRootOptions().method(GetParam()).epsilon(0.0);
+  auto with_steps = [&](int64_t steps) { return InverseRootOptions(options).newton(NewtonOptions().steps(steps)); };
+  auto early = inverse_root(
+      a, 2, InverseRootOptions(options).newton(NewtonOptions().steps(200).tolerance(1e-4).check_interval(2)));
   int64_t matched = -1;
   for (int64_t steps = 1; steps < 200 && matched < 0; ++steps) {
-    if (at::equal(inverse_root(a, 2, options.newton_steps(steps)), early)) {
+    if (at::equal(inverse_root(a, 2, with_steps(steps)), early)) {
       matched = steps;
     }
   }
   std::cout << to_string(GetParam()) << " stopped after " << matched << " steps\n";
   ASSERT_GT(matched, 0) << "the tolerance run matches no fixed-step run below 200 steps";
   EXPECT_LE(matched, 30);
-  EXPECT_LE(inverse_root_with_diagnostics(a, 2, options.newton_steps(matched)).residual.max().item<double>(), 1e-3);
+  EXPECT_LE(inverse_root_with_diagnostics(a, 2, with_steps(matched)).residual.max().item<double>(), 1e-3);
 }
 
 INSTANTIATE_TEST_SUITE_P(Methods, NewtonConvergence, ::testing::Values(RootMethod::CoupledNewton, RootMethod::NewtonDB),
@@ -79,9 +82,10 @@ INSTANTIATE_TEST_SUITE_P(Methods, NewtonConvergence, ::testing::Values(RootMetho
 // Frobenius scaling pushes the spectrum ~3× lower than 2·λ̂_max does, which costs
 // log(3)/log(2.25) ≈ 1.4 extra steps. The counts are printed for the record.
 int64_t steps_to_reach(const at::Tensor& a, const at::Tensor& reference, RootMethod method, Scaling scaling) {
-  auto options = InverseRootOptions().method(method).scaling(scaling).epsilon(0.0);
+  auto options = InverseRootOptions().method(method).epsilon(0.0).scaling(SpectralScaleOptions().method(scaling));
   for (int64_t steps = 1; steps <= 40; ++steps) {
-    if (max_relative_error(inverse_root(a, 4, options.newton_steps(steps)), reference) <= 1e-3) {
+    options.newton().steps(steps);
+    if (max_relative_error(inverse_root(a, 4, options), reference) <= 1e-3) {
       return steps;
     }
   }
@@ -116,12 +120,13 @@ TEST(ChebyshevConvergence, ErrorFallsWithDegree) {
   // Frobenius scale ≤ √b·λ_max, so the scaled spectrum lies above 1/(κ√b).
   auto options = InverseRootOptions()
                      .method(RootMethod::Chebyshev)
-                     .scaling(Scaling::Frobenius)
                      .epsilon(0.0)
-                     .chebyshev_interval_min(1.0 / (condition * 8.0) / 1.01);
+                     .scaling(SpectralScaleOptions().method(Scaling::Frobenius))
+                     .chebyshev(ChebyshevOptions().interval_min(1.0 / (condition * 8.0) / 1.01));
   double previous = 1.0;
   for (int64_t degree : {5, 10, 20, 40}) {
-    double error = error_after(spectrum, 4, options.chebyshev_degree(degree));
+    options.chebyshev().degree(degree);
+    double error = error_after(spectrum, 4, options);
     std::cout << "chebyshev degree " << degree << ": " << error << "\n";
     EXPECT_LE(error, previous / 2.0) << "degree " << degree;
     previous = error;

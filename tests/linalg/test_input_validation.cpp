@@ -69,15 +69,38 @@ TEST(InputValidation, FlagsMatricesNoSolverCanTake) {
 TEST(InputValidation, RejectsBadOptions) {
   auto with = [](InverseRootOptions options) { return error_of([&] { inverse_root(kGood, 4, options); }); };
   EXPECT_THAT(with(InverseRootOptions().epsilon(-1e-8)), HasSubstr("epsilon"));
-  EXPECT_THAT(with(InverseRootOptions().newton_steps(0)), HasSubstr("newton_steps"));
-  EXPECT_THAT(with(InverseRootOptions().power_iterations(0)), HasSubstr("power_iterations"));
-  EXPECT_THAT(with(InverseRootOptions().power_vectors(0)), HasSubstr("power_vectors"));
-  EXPECT_THAT(with(InverseRootOptions().power_vectors(33)), HasSubstr("power_vectors"));
-  EXPECT_THAT(with(InverseRootOptions().power_margin(0.5)), HasSubstr("power_margin"));
-  EXPECT_THAT(with(InverseRootOptions().tolerance(-1.0)), HasSubstr("tolerance"));
-  EXPECT_THAT(with(InverseRootOptions().tolerance_check_interval(0)), HasSubstr("tolerance_check_interval"));
-  EXPECT_THAT(with(InverseRootOptions().chebyshev_degree(0)), HasSubstr("chebyshev_degree"));
-  EXPECT_THAT(with(InverseRootOptions().chebyshev_interval_min(1.0)), HasSubstr("chebyshev_interval_min"));
+  EXPECT_THAT(with(InverseRootOptions().newton(NewtonOptions().steps(0))), HasSubstr("newton_steps"));
+  EXPECT_THAT(with(InverseRootOptions().scaling(SpectralScaleOptions().iterations(0))), HasSubstr("power_iterations"));
+  EXPECT_THAT(with(InverseRootOptions().scaling(SpectralScaleOptions().vectors(0))), HasSubstr("power_vectors"));
+  EXPECT_THAT(with(InverseRootOptions().scaling(SpectralScaleOptions().vectors(33))), HasSubstr("power_vectors"));
+  EXPECT_THAT(with(InverseRootOptions().scaling(SpectralScaleOptions().margin(0.5))), HasSubstr("power_margin"));
+  EXPECT_THAT(with(InverseRootOptions().newton(NewtonOptions().tolerance(-1.0))), HasSubstr("tolerance"));
+  EXPECT_THAT(
+      with(InverseRootOptions().newton(NewtonOptions().check_interval(0))), HasSubstr("tolerance_check_interval"));
+  EXPECT_THAT(with(InverseRootOptions().chebyshev(ChebyshevOptions().degree(0))), HasSubstr("chebyshev_degree"));
+  EXPECT_THAT(
+      with(InverseRootOptions().chebyshev(ChebyshevOptions().interval_min(1.0))), HasSubstr("chebyshev_interval_min"));
+}
+
+// Each solver's struct is checked on its own, and its message names the option both
+// ways: the flat name of dash.Dash and checkpoints, and the C++ path.
+TEST(InputValidation, EachSolverStructChecksItsOwnFields) {
+  auto error_for = [](const auto& options) { return error_of([&] { check_solver_options(options); }); };
+  EXPECT_THAT(
+      error_for(EigenOptions().warm_iterations(101)), HasSubstr("eigen_warm_iterations (eigen.warm_iterations)"));
+  EXPECT_THAT(error_for(NewtonOptions().steps(0)), HasSubstr("newton_steps (newton.steps)"));
+  EXPECT_THAT(
+      error_for(NewtonDBOptions().interval_min(0.0)), HasSubstr("minimax_interval_min (newton_db.interval_min)"));
+  EXPECT_THAT(error_for(ChebyshevOptions().degree(0)), HasSubstr("chebyshev_degree (chebyshev.degree)"));
+  EXPECT_THAT(error_for(SpectralScaleOptions().margin(0.5)), HasSubstr("power_margin (scaling.margin)"));
+  EXPECT_NO_THROW(check_solver_options(EigenOptions()));
+  EXPECT_NO_THROW(check_solver_options(NewtonOptions()));
+  EXPECT_NO_THROW(check_solver_options(NewtonDBOptions()));
+  EXPECT_NO_THROW(check_solver_options(ChebyshevOptions()));
+  EXPECT_NO_THROW(check_solver_options(SpectralScaleOptions()));
+  // estimate_spectral_scale() takes only the scaling struct, and checks it.
+  EXPECT_THAT(error_of([] { estimate_spectral_scale(kGood, SpectralScaleOptions().vectors(0)); }),
+      HasSubstr("power_vectors (scaling.vectors)"));
 }
 
 TEST(InputValidation, DiagnosticsAndScaleCheckTheirInputsToo) {

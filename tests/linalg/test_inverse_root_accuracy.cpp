@@ -60,7 +60,7 @@ TEST_P(DefaultOptionsAccuracy, MatchesFloat64Reference) {
       break;
     case RootMethod::Chebyshev: {
       const double delta = chebyshev_interval_for(condition);
-      options.chebyshev_interval_min(delta);
+      options.chebyshev().interval_min(delta);
       tolerance = 4.0 * std::pow(1.0 + 2.0 * std::sqrt(delta), -40.0) / static_cast<double>(p) + 1e-5;
       break;
     }
@@ -103,7 +103,7 @@ TEST_P(IllConditioned, Float32SolversReachTheFloat32Floor) {
   auto spectrum = log_spaced_spectrum(3, b, condition, 78);
   auto reference = reference_inverse_root(spectrum, 0.0, p);
   for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB}) {
-    auto options = InverseRootOptions().method(method).epsilon(0.0).newton_steps(30);
+    auto options = InverseRootOptions().method(method).epsilon(0.0).newton(NewtonOptions().steps(30));
     auto root = inverse_root(spectrum.matrices.to(at::kFloat), p, options);
     EXPECT_LE(max_relative_error(root, reference), float32_floor(condition, b, p)) << to_string(method);
   }
@@ -142,7 +142,8 @@ TEST(InverseRootAccuracy, EpsilonIsAddedToTheMatrix) {
   auto reference = reference_inverse_root(spectrum, epsilon, 4);
   for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
     auto root = inverse_root(spectrum.matrices.to(at::kFloat), 4,
-        InverseRootOptions().method(method).epsilon(epsilon).chebyshev_interval_min(chebyshev_interval_for(10.0)));
+        InverseRootOptions().method(method).epsilon(epsilon).chebyshev(
+            ChebyshevOptions().interval_min(chebyshev_interval_for(10.0))));
     EXPECT_LE(max_relative_error(root, reference), 1e-3) << to_string(method);
   }
 }

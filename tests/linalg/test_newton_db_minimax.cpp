@@ -25,9 +25,8 @@ using testing::reference_inverse_root;
 InverseRootOptions minimax(NewtonDBPolynomial polynomial, double interval_min) {
   return InverseRootOptions()
       .method(RootMethod::NewtonDB)
-      .newton_db_polynomial(polynomial)
-      .minimax_interval_min(interval_min)
-      .epsilon(0.0);
+      .epsilon(0.0)
+      .newton_db(NewtonDBOptions().polynomial(polynomial).interval_min(interval_min));
 }
 
 // Multi-vector power iteration with margin 2 puts the spectrum in [1/(2κ), ~1/2]
@@ -36,7 +35,9 @@ double covering_interval(double condition) { return 1.0 / (2.0 * condition) / 1.
 
 double matmuls(int64_t b, int64_t p, const InverseRootOptions& options) {
   const double bd = static_cast<double>(b);
-  return inverse_root_flops(1, b, p, InverseRootOptions(options).scaling(Scaling::Frobenius)) / (2.0 * bd * bd * bd);
+  return inverse_root_flops(
+             1, b, p, InverseRootOptions(options).scaling(SpectralScaleOptions().method(Scaling::Frobenius))) /
+         (2.0 * bd * bd * bd);
 }
 
 TEST(NewtonDBMinimax, ReachesTheFloat32FloorWhenTheIntervalCoversTheSpectrum) {
@@ -45,7 +46,7 @@ TEST(NewtonDBMinimax, ReachesTheFloat32FloorWhenTheIntervalCoversTheSpectrum) {
     auto spectrum = log_spaced_spectrum(4, b, condition, /*seed=*/7);
     for (auto polynomial : {NewtonDBPolynomial::Minimax3, NewtonDBPolynomial::Minimax5}) {
       for (int64_t p : {1, 2, 4, 8}) {
-        auto options = minimax(polynomial, covering_interval(condition)).newton_steps(20);
+        auto options = minimax(polynomial, covering_interval(condition)).newton(NewtonOptions().steps(20));
         const double error = max_relative_error(
             inverse_root(spectrum.matrices.to(at::kFloat), p, options), reference_inverse_root(spectrum, 0.0, p));
         std::cout << to_string(polynomial) << " kappa " << condition << " p " << p << ": error " << error
@@ -66,7 +67,7 @@ TEST(NewtonDBMinimax, DefaultIntervalTakesFewerMatmulsThanNewtonSchulzForFarLess
   const double newton_schulz_error =
       max_relative_error(inverse_root(spectrum.matrices.to(at::kFloat), 4, newton_schulz), reference);
   for (auto polynomial : {NewtonDBPolynomial::Minimax3, NewtonDBPolynomial::Minimax5}) {
-    const auto options = InverseRootOptions(newton_schulz).newton_db_polynomial(polynomial);
+    const auto options = InverseRootOptions(newton_schulz).newton_db(NewtonDBOptions().polynomial(polynomial));
     const double error = max_relative_error(inverse_root(spectrum.matrices.to(at::kFloat), 4, options), reference);
     std::cout << to_string(polynomial) << ": error " << error << " with " << matmuls(b, 4, options)
               << " matmuls; newton-schulz " << newton_schulz_error << " with " << matmuls(b, 4, newton_schulz) << "\n";
@@ -82,7 +83,8 @@ TEST(NewtonDBMinimax, MatchedIntervalMeetsOneInAThousandWithUnderSixtyPercentOfT
   const int64_t b = 64;
   const double condition = 1e4;
   auto spectrum = log_spaced_spectrum(4, b, condition, /*seed=*/9);
-  const auto options = minimax(NewtonDBPolynomial::Minimax5, covering_interval(condition)).newton_steps(5);
+  const auto options =
+      minimax(NewtonDBPolynomial::Minimax5, covering_interval(condition)).newton(NewtonOptions().steps(5));
   const double error = max_relative_error(
       inverse_root(spectrum.matrices.to(at::kFloat), 4, options), reference_inverse_root(spectrum, 0.0, 4));
   const auto paper = InverseRootOptions().method(RootMethod::NewtonDB);

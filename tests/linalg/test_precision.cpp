@@ -34,9 +34,12 @@ class EveryCombination : public ::testing::TestWithParam<Combination> {};
 TEST_P(EveryCombination, WithinTheToleranceOfItsPrecision) {
   auto [method, scaling, precision] = GetParam();
   auto spectrum = log_spaced_spectrum(2, 64, 10.0, 51);
-  auto options =
-      InverseRootOptions().method(method).scaling(scaling).precision(precision).epsilon(0.0).chebyshev_interval_min(
-          1.0 / (10.0 * 8.0) / 1.01);
+  auto options = InverseRootOptions()
+                     .method(method)
+                     .precision(precision)
+                     .epsilon(0.0)
+                     .scaling(SpectralScaleOptions().method(scaling))
+                     .chebyshev(ChebyshevOptions().interval_min(1.0 / (10.0 * 8.0) / 1.01));
   double tolerance = 1e-3;
   if (precision == MatmulPrecision::FP16) tolerance = 20 * 4.9e-4;
   if (precision == MatmulPrecision::BF16) tolerance = 20 * 3.9e-3;
@@ -54,7 +57,8 @@ TEST_P(EveryCombination, WithinTheToleranceOfItsPrecision) {
 TEST_P(EveryCombination, PoorResultsAreFlaggedByTheDiagnostics) {
   auto [method, scaling, precision] = GetParam();
   auto spectrum = log_spaced_spectrum(4, 64, 1e6, 52);
-  auto options = InverseRootOptions().method(method).scaling(scaling).precision(precision).epsilon(0.0);
+  auto options = InverseRootOptions().method(method).precision(precision).epsilon(0.0).scaling(
+      SpectralScaleOptions().method(scaling));
   auto result = inverse_root_with_diagnostics(spectrum.matrices.to(at::kFloat), 4, options);
   auto errors = testing::relative_errors(result.root, reference_inverse_root(spectrum, 0.0, 4));
   auto poor = ~(errors <= 0.5);

@@ -74,7 +74,7 @@ TEST(ChooseRootMethod, TakesTheFastestMethodWithinTheAccuracy) {
 TEST(ChooseRootMethod, ErrorIsTheRootErrorOnGradientsDistributedLikeTheMatrix) {
   auto spectrum = testing::log_spaced_spectrum(5, 32, 1e3, /*seed=*/12);
   const double epsilon = 1e-6;
-  auto options = InverseRootOptions().epsilon(epsilon).newton_steps(3);
+  auto options = InverseRootOptions().epsilon(epsilon).newton(NewtonOptions().steps(3));
   auto matrices = spectrum.matrices.to(at::kFloat);
   InverseRootWorkspace workspace;
   auto choice = choose_root_method(matrices, 4, options, workspace);

@@ -61,12 +61,10 @@ TEST(SolverCost, FormulaEqualsTheMatmulsTheSolversIssue) {
           for (int64_t steps : {1, 3, 7, 20}) {
             auto options = InverseRootOptions()
                                .method(method)
-                               .scaling(scaling)
-                               .newton_steps(steps)
-                               .chebyshev_degree(steps + 2)
-                               .power_iterations(4)
-                               .power_vectors(5)
-                               .newton_db_polynomial(polynomial);
+                               .scaling(SpectralScaleOptions().method(scaling).iterations(4).vectors(5))
+                               .newton(NewtonOptions().steps(steps))
+                               .chebyshev(ChebyshevOptions().degree(steps + 2))
+                               .newton_db(NewtonDBOptions().polynomial(polynomial));
             const auto label = "method " + std::to_string(static_cast<int>(method)) + ", polynomial " +
                                std::to_string(static_cast<int>(polynomial)) + ", scaling " +
                                std::to_string(static_cast<int>(scaling)) + ", p " + std::to_string(p) + ", steps " +
@@ -82,7 +80,10 @@ TEST(SolverCost, FormulaEqualsTheMatmulsTheSolversIssue) {
 constexpr double kMatmul64 = 2.0 * 64 * 64 * 64;
 
 TEST(SolverCost, NewtonDBRootFourIsTwoPassesOfOnePlusThreePerStepLessOne) {
-  auto options = InverseRootOptions().method(RootMethod::NewtonDB).scaling(Scaling::Frobenius).newton_steps(10);
+  auto options = InverseRootOptions()
+                     .method(RootMethod::NewtonDB)
+                     .scaling(SpectralScaleOptions().method(Scaling::Frobenius))
+                     .newton(NewtonOptions().steps(10));
   // Each pass: 1 matmul in the optimised first step + 3 × 9 later steps = 28, less
   // the update the pass does not return in its last step (Z in the first pass, Y in
   // the second): 27.
@@ -94,7 +95,10 @@ TEST(SolverCost, NewtonDBRootFourIsTwoPassesOfOnePlusThreePerStepLessOne) {
 
 TEST(SolverCost, CoupledNewtonRootFourIsFourMatmulsPerStepLessOne) {
   // N², N⁴, N⁴·M and X·N per step; X·N is free in step 1: 10·4 − 1 = 39.
-  auto options = InverseRootOptions().method(RootMethod::CoupledNewton).scaling(Scaling::Frobenius).newton_steps(10);
+  auto options = InverseRootOptions()
+                     .method(RootMethod::CoupledNewton)
+                     .scaling(SpectralScaleOptions().method(Scaling::Frobenius))
+                     .newton(NewtonOptions().steps(10));
   EXPECT_DOUBLE_EQ(inverse_root_flops(1, 64, 4, options), 39 * kMatmul64);
   // p = 3: N², N³ = N²·N... by squaring: N·M, N², N²·(NM): 3, plus X·N: 10·4 − 1.
   EXPECT_DOUBLE_EQ(inverse_root_flops(1, 64, 3, options), 39 * kMatmul64);
@@ -103,10 +107,8 @@ TEST(SolverCost, CoupledNewtonRootFourIsFourMatmulsPerStepLessOne) {
 TEST(SolverCost, ChebyshevIsDegreeMinusOneMatmulsPlusPowerIteration) {
   auto options = InverseRootOptions()
                      .method(RootMethod::Chebyshev)
-                     .chebyshev_degree(40)
-                     .scaling(Scaling::MultiPowerIteration)
-                     .power_iterations(10)
-                     .power_vectors(16);
+                     .chebyshev(ChebyshevOptions().degree(40))
+                     .scaling(SpectralScaleOptions().method(Scaling::MultiPowerIteration).iterations(10).vectors(16));
   EXPECT_DOUBLE_EQ(inverse_root_flops(2, 64, 4, options), 2 * (39 * kMatmul64 + 10 * 2.0 * 64 * 64 * 16));
 }
 

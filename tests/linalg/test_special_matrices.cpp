@@ -46,7 +46,7 @@ TEST_P(EveryMethod, ZeroMatrixWithoutEpsilonIsFlaggedByTheResidual) {
 TEST_P(EveryMethod, IdentityGivesIdentity) {
   auto identity = at::eye(16).expand({2, 16, 16}).contiguous();
   for (int64_t p : {1, 2, 4}) {
-    auto root = inverse_root(identity, p, options().epsilon(0.0).chebyshev_interval_min(0.4));
+    auto root = inverse_root(identity, p, options().epsilon(0.0).chebyshev(ChebyshevOptions().interval_min(0.4)));
     EXPECT_LE(max_relative_error(root, identity), 1e-5) << "p=" << p;
   }
 }
@@ -75,8 +75,8 @@ TEST_P(EveryMethod, RankDeficientWithRegularisation) {
   auto spectrum = with_eigenvalues(eigenvalues, 11);
   const double epsilon = 1e-3;
   auto reference = reference_inverse_root(spectrum, epsilon, 4);
-  auto result =
-      inverse_root_with_diagnostics(spectrum.matrices.to(at::kFloat), 4, options().epsilon(epsilon).newton_steps(25));
+  auto result = inverse_root_with_diagnostics(
+      spectrum.matrices.to(at::kFloat), 4, options().epsilon(epsilon).newton(NewtonOptions().steps(25)));
   ASSERT_TRUE(result.finite.all().item<bool>());
   if (GetParam() == RootMethod::Chebyshev) {
     EXPECT_GT(result.residual.min().item<double>(), 1e-2);
@@ -94,7 +94,8 @@ TEST_P(EveryMethod, OneLargeOutlierEigenvalue) {
   auto eigenvalues = at::ones({2, 24}, at::kDouble);
   eigenvalues.select(1, 0).fill_(1e4);
   auto spectrum = with_eigenvalues(eigenvalues, 12);
-  auto root = inverse_root(spectrum.matrices.to(at::kFloat), 4, options().epsilon(0.0).newton_steps(25));
+  auto root =
+      inverse_root(spectrum.matrices.to(at::kFloat), 4, options().epsilon(0.0).newton(NewtonOptions().steps(25)));
   EXPECT_LE(max_relative_error(root, reference_inverse_root(spectrum, 0.0, 4)), testing::float32_floor(1e4, 24, 4));
 }
 
@@ -145,7 +146,7 @@ class EigenHeuristics : public ::testing::Test {
 
   at::Tensor root(EigenHeuristic heuristic) {
     return inverse_root(spectrum_.matrices.to(at::kFloat), 2,
-        InverseRootOptions().method(RootMethod::EVD).eigen_heuristic(heuristic).epsilon(epsilon_));
+        InverseRootOptions().method(RootMethod::EVD).epsilon(epsilon_).eigen(EigenOptions().heuristic(heuristic)));
   }
   at::Tensor expected(const at::Tensor& weights) {
     return at::matmul(spectrum_.vectors * weights.unsqueeze(-2), spectrum_.vectors.transpose(-2, -1));

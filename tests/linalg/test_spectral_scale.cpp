@@ -18,7 +18,7 @@ using testing::log_spaced_spectrum;
 
 TEST(SpectralScale, FrobeniusIsTheFrobeniusNorm) {
   auto spectrum = log_spaced_spectrum(3, 16, 1e2, 61, /*top=*/7.0);
-  auto s = estimate_spectral_scale(spectrum.matrices, InverseRootOptions().scaling(Scaling::Frobenius));
+  auto s = estimate_spectral_scale(spectrum.matrices, SpectralScaleOptions().method(Scaling::Frobenius));
   ASSERT_EQ(s.sizes(), at::IntArrayRef({3, 1, 1}));
   auto expected = at::linalg_vector_norm(spectrum.eigenvalues, 2, {1});  // ‖A‖_F = ‖λ‖₂
   EXPECT_TRUE(at::allclose(s.flatten(), expected, 1e-12, 0.0));
@@ -33,7 +33,7 @@ TEST(SpectralScale, PowerIterationFindsLambdaMaxTimesMargin) {
       testing::with_eigenvalues(eigenvalues * at::tensor({1.0, 1e-8, 1e8, 3.0}, at::kDouble).unsqueeze(1), 62);
   auto lambda_max = std::get<0>(spectrum.eigenvalues.max(1));
   for (auto scaling : {Scaling::PowerIteration, Scaling::MultiPowerIteration}) {
-    auto options = InverseRootOptions().scaling(scaling).power_margin(2.0);
+    auto options = SpectralScaleOptions().method(scaling).margin(2.0);
     auto s = estimate_spectral_scale(spectrum.matrices.to(at::kFloat), options).flatten().to(at::kDouble);
     auto ratio = s / (2.0 * lambda_max);
     EXPECT_TRUE((ratio <= 1.0 + 1e-5).all().item<bool>()) << ratio;
@@ -44,7 +44,7 @@ TEST(SpectralScale, PowerIterationFindsLambdaMaxTimesMargin) {
 // All-zero blocks must give s = 0, not 0/0.
 TEST(SpectralScale, ZeroMatrixGivesZeroNotNaN) {
   for (auto scaling : {Scaling::Frobenius, Scaling::PowerIteration, Scaling::MultiPowerIteration}) {
-    auto s = estimate_spectral_scale(at::zeros({2, 8, 8}), InverseRootOptions().scaling(scaling));
+    auto s = estimate_spectral_scale(at::zeros({2, 8, 8}), SpectralScaleOptions().method(scaling));
     EXPECT_TRUE(at::equal(s, at::zeros({2, 1, 1})));
   }
 }
@@ -55,7 +55,7 @@ TEST(SpectralScale, HugeAndTinyEntriesStayFinite) {
   for (double magnitude : {1e30, 1e-30}) {
     auto a = (spectrum.matrices * magnitude).to(at::kFloat);
     for (auto scaling : {Scaling::Frobenius, Scaling::MultiPowerIteration}) {
-      auto s = estimate_spectral_scale(a, InverseRootOptions().scaling(scaling)).to(at::kDouble) / magnitude;
+      auto s = estimate_spectral_scale(a, SpectralScaleOptions().method(scaling)).to(at::kDouble) / magnitude;
       EXPECT_TRUE((s >= 0.99).all().item<bool>() && (s <= 2.0 * 8).all().item<bool>()) << s;
     }
     auto root = inverse_root(a, 4, InverseRootOptions().epsilon(0.0));
@@ -68,8 +68,8 @@ TEST(SpectralScale, HugeAndTinyEntriesStayFinite) {
 TEST(SpectralScale, MultiVectorEstimateIsNeverBelowSingleVector) {
   auto spectrum = log_spaced_spectrum(6, 48, 1e3, 64);
   auto a = spectrum.matrices.to(at::kFloat);
-  auto single = estimate_spectral_scale(a, InverseRootOptions().scaling(Scaling::PowerIteration));
-  auto multi = estimate_spectral_scale(a, InverseRootOptions().scaling(Scaling::MultiPowerIteration));
+  auto single = estimate_spectral_scale(a, SpectralScaleOptions().method(Scaling::PowerIteration));
+  auto multi = estimate_spectral_scale(a, SpectralScaleOptions().method(Scaling::MultiPowerIteration));
   EXPECT_TRUE((multi >= single * (1 - 1e-6)).all().item<bool>());
 }
 
@@ -92,10 +92,10 @@ TEST(SpectralScale, MultiVectorIterationFindsTheTopEigenvectorASingleStartVector
   auto projector = at::eye(b, at::kDouble) - at::outer(top, top);
   auto bulk = testing::with_eigenvalues(at::linspace(0.3, 0.01, b, at::kDouble).unsqueeze(0), 66).matrices[0];
   auto a = (at::outer(top, top) + projector.mm(bulk).mm(projector)).to(at::kFloat);
-  const auto margin = InverseRootOptions().power_margin();
-  const auto single = estimate_spectral_scale(a, InverseRootOptions().scaling(Scaling::PowerIteration)).item<double>();
+  const auto margin = SpectralScaleOptions().margin();
+  const auto single = estimate_spectral_scale(a, SpectralScaleOptions().method(Scaling::PowerIteration)).item<double>();
   const auto multi =
-      estimate_spectral_scale(a, InverseRootOptions().scaling(Scaling::MultiPowerIteration)).item<double>();
+      estimate_spectral_scale(a, SpectralScaleOptions().method(Scaling::MultiPowerIteration)).item<double>();
   EXPECT_LT(single, 0.5 * margin) << "the single start vector should miss λ₁ = 1";
   EXPECT_GT(multi, 0.99 * margin);
   EXPECT_LT(multi, 1.0001 * margin);

@@ -25,8 +25,7 @@ InverseRootOptions warm_evd(double tolerance, int64_t iterations = 1) {
   return InverseRootOptions()
       .method(RootMethod::EVD)
       .epsilon(0.0)
-      .eigen_refresh_tolerance(tolerance)
-      .eigen_warm_iterations(iterations);
+      .eigen(EigenOptions().refresh_tolerance(tolerance).warm_iterations(iterations));
 }
 
 // A symmetric perturbation with ‖E_i‖_F = size · ‖A_i‖_F.
@@ -131,7 +130,7 @@ TEST(WarmEigen, OptionsAndMethodAreChecked) {
   InverseRootWorkspace workspace;
   Eigenbasis basis;
   EXPECT_THAT(testing::error_of([&] { inverse_root(a, 4, warm_evd(1.5), workspace, basis); }),
-      HasSubstr("eigen_refresh_tolerance must be in [0, 1]"));
+      HasSubstr("eigen_refresh_tolerance (eigen.refresh_tolerance) must be in [0, 1]"));
   EXPECT_THAT(testing::error_of([&] { inverse_root(a, 4, warm_evd(1e-2, -1), workspace, basis); }),
       HasSubstr("eigen_warm_iterations"));
   EXPECT_THAT(testing::error_of(

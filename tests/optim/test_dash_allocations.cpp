@@ -62,8 +62,8 @@ class StepAllocationsTest : public ::testing::TestWithParam<RootMethod> {};
 TEST_P(StepAllocationsTest, SteadyStateDoesNotGrowWithStepsOrNewtonSteps) {
   const auto method = GetParam();
   // Root steps are 1, 5, 9; the rest only update factors and precondition.
-  const auto few = allocations_per_step(InverseRootOptions().method(method).newton_steps(5), 10);
-  const auto many = allocations_per_step(InverseRootOptions().method(method).newton_steps(15), 10);
+  const auto few = allocations_per_step(InverseRootOptions().method(method).newton(NewtonOptions().steps(5)), 10);
+  const auto many = allocations_per_step(InverseRootOptions().method(method).newton(NewtonOptions().steps(15)), 10);
   std::cout << "newton_steps 5:\n" << describe(few) << "newton_steps 15:\n" << describe(many);
   const int64_t block_bytes = 16 * 16 * 4;
   for (size_t i = 1; i < few.size(); ++i) {
@@ -106,12 +106,17 @@ TEST(SolverAllocations, WarmWorkspaceIterationsAllocateNoMatrices) {
       InverseRootWorkspace workspace;
       auto options = InverseRootOptions().method(method).precision(precision);
       // Warmed with the longest run: a longer iteration can hold one more iterate.
-      (void)inverse_root(matrices, 4, options.newton_steps(20).chebyshev_degree(20), workspace);
+      auto with_steps = [&](int64_t steps) {
+        return InverseRootOptions(options)
+            .newton(NewtonOptions().steps(steps))
+            .chebyshev(ChebyshevOptions().degree(steps));
+      };
+      (void)inverse_root(matrices, 4, with_steps(20), workspace);
       std::vector<int64_t> counts;
       std::vector<int64_t> large;
       for (int64_t steps : {3, 9, 20}) {
         CountAllocations counter(/*large_bytes=*/2 * b * b * 4);
-        auto root = inverse_root(matrices, 4, options.newton_steps(steps).chebyshev_degree(steps), workspace);
+        auto root = inverse_root(matrices, 4, with_steps(steps), workspace);
         counts.push_back(counter.reporter().count);
         large.push_back(counter.reporter().large);
         if (counter.reporter().in_matmul > 0) {

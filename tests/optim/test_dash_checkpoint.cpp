@@ -88,7 +88,8 @@ TEST(DashCheckpoint, ResumeIsBitIdentical) { expect_resume_is_bit_identical(opti
 // recompute its roots by eigh and drift from the uninterrupted one.
 TEST(DashCheckpoint, ResumeWithWarmStartedEigenbasesIsBitIdentical) {
   const auto diagnostics = expect_resume_is_bit_identical(
-      options().root(InverseRootOptions().method(RootMethod::EVD).eigen_refresh_tolerance(0.2)), "warm");
+      options().root(InverseRootOptions().method(RootMethod::EVD).eigen(EigenOptions().refresh_tolerance(0.2))),
+      "warm");
   int64_t warm_or_kept = 0;
   for (const auto& stack : diagnostics.factor_stacks) warm_or_kept += stack.roots_kept + stack.roots_warm_started;
   EXPECT_GT(warm_or_kept, 0) << "no root used a saved basis: the test would not see a lost one";
@@ -113,6 +114,46 @@ void expect_failed_load_changes_nothing(
   run_steps(model, optimizer, 5, 2);
   run_steps(twin, twin_optimizer, 5, 2);
   for (size_t i = 0; i < model.params.size(); ++i) EXPECT_TRUE(at::equal(model.params[i], twin.params[i]));
+}
+
+// Every solver option, each set away from its default, comes back from a checkpoint
+// into an optimizer built with defaults: the per-solver structs are stored field by
+// field under their flat names (root.newton_steps, ...), as before they existed.
+TEST(DashCheckpoint, EverySolverOptionRoundTrips) {
+  InverseRootOptions root;
+  root.method(RootMethod::Chebyshev).epsilon(1e-7).precision(MatmulPrecision::BF16).auto_max_error(0.25);
+  root.eigen().heuristic(EigenHeuristic::AbsAdd).refresh_tolerance(0.125).warm_iterations(3);
+  root.newton().steps(7).tolerance(1e-3).check_interval(3);
+  root.newton_db().polynomial(NewtonDBPolynomial::Minimax5).interval_min(1e-4);
+  root.chebyshev().degree(33).interval_min(2e-3);
+  root.scaling().method(Scaling::PowerIteration).iterations(6).vectors(5).margin(1.5);
+  Model model(3);
+  Dash saved(model.params, options().root(root));
+  const auto path = temp_path("solver_options");
+  torch::save(saved, path);
+  Dash loaded(model.params, options());
+  torch::load(loaded, path);
+  std::remove(path.c_str());
+
+  const auto& r = static_cast<const DashOptions&>(loaded.param_groups()[0].options()).root();
+  EXPECT_EQ(r.method(), RootMethod::Chebyshev);
+  EXPECT_EQ(r.epsilon(), 1e-7);
+  EXPECT_EQ(r.precision(), MatmulPrecision::BF16);
+  EXPECT_EQ(r.auto_max_error(), 0.25);
+  EXPECT_EQ(r.eigen().heuristic(), EigenHeuristic::AbsAdd);
+  EXPECT_EQ(r.eigen().refresh_tolerance(), 0.125);
+  EXPECT_EQ(r.eigen().warm_iterations(), 3);
+  EXPECT_EQ(r.newton().steps(), 7);
+  EXPECT_EQ(r.newton().tolerance(), 1e-3);
+  EXPECT_EQ(r.newton().check_interval(), 3);
+  EXPECT_EQ(r.newton_db().polynomial(), NewtonDBPolynomial::Minimax5);
+  EXPECT_EQ(r.newton_db().interval_min(), 1e-4);
+  EXPECT_EQ(r.chebyshev().degree(), 33);
+  EXPECT_EQ(r.chebyshev().interval_min(), 2e-3);
+  EXPECT_EQ(r.scaling().method(), Scaling::PowerIteration);
+  EXPECT_EQ(r.scaling().iterations(), 6);
+  EXPECT_EQ(r.scaling().vectors(), 5);
+  EXPECT_EQ(r.scaling().margin(), 1.5);
 }
 
 TEST(DashCheckpoint, OtherShapesGiveAClearErrorAndLeaveStateUnchanged) {

@@ -83,7 +83,7 @@ TEST(DashConvergence, WarmStartedEvdTrainsLikeEvd) {
   const int steps = 200;
   auto evd = [](double tolerance) {
     return DashOptions(0.1).start_step(1).root_frequency(5).root(
-        InverseRootOptions().method(RootMethod::EVD).eigen_refresh_tolerance(tolerance));
+        InverseRootOptions().method(RootMethod::EVD).eigen(EigenOptions().refresh_tolerance(tolerance)));
   };
   DashDiagnostics diagnostics;
   const double plain = final_loss(

@@ -45,12 +45,13 @@ class ExecutionModes : public ::testing::TestWithParam<RootMethod> {};
 // Relative difference ≤ 1e-5: the two modes run identical formulas, but a
 // batched eigh/bmm may sum in another order than the one-matrix call.
 TEST_P(ExecutionModes, SequentialEqualsBatchedAfter20Steps) {
-  auto options = DashOptions(0.02)
-                     .block_size(4)
-                     .start_step(3)
-                     .root_frequency(2)
-                     .one_dimensional(OneDimensional::Shampoo1D)
-                     .root(InverseRootOptions().method(GetParam()).epsilon(1e-6).chebyshev_interval_min(1e-2));
+  auto options =
+      DashOptions(0.02)
+          .block_size(4)
+          .start_step(3)
+          .root_frequency(2)
+          .one_dimensional(OneDimensional::Shampoo1D)
+          .root(InverseRootOptions().method(GetParam()).epsilon(1e-6).chebyshev(ChebyshevOptions().interval_min(1e-2)));
   auto batched = train(options);
   auto sequential = train(DashOptions(options).execution(Execution::Sequential));
   for (size_t i = 0; i < batched.size(); ++i) {

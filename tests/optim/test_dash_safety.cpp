@@ -293,7 +293,8 @@ TEST(DashSafety, BadOptionsAreRejectedAtConstruction) {
   EXPECT_THAT(with(DashOptions().block_size(0)), HasSubstr("block_size"));
   EXPECT_THAT(with(DashOptions().root_frequency(0)), HasSubstr("root_frequency"));
   EXPECT_THAT(with(DashOptions().start_step(0)), HasSubstr("start_step"));
-  EXPECT_THAT(with(DashOptions().root(InverseRootOptions().newton_steps(0))), HasSubstr("newton_steps"));
+  EXPECT_THAT(
+      with(DashOptions().root(InverseRootOptions().newton(NewtonOptions().steps(0)))), HasSubstr("newton_steps"));
   EXPECT_THAT(with(DashOptions().root(InverseRootOptions().epsilon(-1.0))), HasSubstr("epsilon"));
   EXPECT_THAT(with(DashOptions().eps_graft(-1.0)), HasSubstr("eps_graft"));
   // ε = 0 would turn a zero gradient into 0/0 = NaN parameters.

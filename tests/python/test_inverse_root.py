@@ -83,7 +83,7 @@ def test_spectral_scale_bounds_the_largest_eigenvalue():
     (lambda m: dash.inverse_root(m, 3, method="ndb"), ValueError, "power of two"),
     (lambda m: dash.inverse_root(m, 0), ValueError, r"p must be an integer in \[1, 64\]"),
     (lambda m: dash.inverse_root(m, 10**9), ValueError, r"p must be an integer in \[1, 64\]"),
-    (lambda m: dash.estimate_spectral_scale(m, power_vectors=0), ValueError, "power_vectors must be in"),
+    (lambda m: dash.estimate_spectral_scale(m, power_vectors=0), ValueError, r"power_vectors \(scaling.vectors\) must be in"),
     (lambda m: dash.inverse_root(m, 4, method="qr"), ValueError, "unknown root method 'qr'"),
     (lambda m: dash.inverse_root(m, 4, newton_step=3), ValueError, "unknown option 'newton_step'"),
     (lambda m: dash.inverse_root(m, 4, newton_steps="ten"), ValueError, "must be an integer"),

@@ -444,7 +444,7 @@ def test_warm_started_eigenbases_are_reachable_from_python_and_counted():
     counted = sum(s["roots_kept"] + s["roots_warm_started"] + s["roots_recomputed"] for s in stacks)
     assert counted > 0
     assert sum(s["roots_kept"] + s["roots_warm_started"] for s in stacks) > 0, stacks
-    with pytest.raises(ValueError, match="eigen_refresh_tolerance must be in"):
+    with pytest.raises(ValueError, match=r"eigen_refresh_tolerance \(eigen.refresh_tolerance\) must be in"):
         dash.Dash(make_params(), eigen_refresh_tolerance=2.0)
 
 
