@@ -48,6 +48,10 @@ std::vector<BlockRegion> merge_into_regions(const std::vector<int64_t>& params, 
   return regions;
 }
 
+at::Tensor as_matrix(const at::Tensor& tensor, const MatrixView& view) {
+  return tensor.reshape({view.rows, view.cols});
+}
+
 at::Tensor region_in_matrix(const at::Tensor& matrix, const BlockRegion& region) {
   // Splitting a dimension is a view whatever its stride, so this works on any
   // (rows, cols) tensor; only the permute makes it non-contiguous.

@@ -34,6 +34,10 @@ struct BlockRegion {
 /// consecutive rows. Every block is in exactly one region, in order.
 std::vector<BlockRegion> merge_into_regions(const std::vector<int64_t>& params, const std::vector<Block>& blocks);
 
+/// A parameter (or its gradient) as its (rows, cols) matrix: a view for any tensor
+/// whose shape can be viewed (parameters and gradients, in practice), a copy otherwise.
+at::Tensor as_matrix(const at::Tensor& tensor, const MatrixView& view);
+
 /// The region's blocks in `matrix` (the parameter's (rows, cols) matrix view, any
 /// strides) as a (grid_rows, grid_cols, block_rows, block_cols) view.
 at::Tensor region_in_matrix(const at::Tensor& matrix, const BlockRegion& region);

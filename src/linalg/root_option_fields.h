@@ -81,10 +81,10 @@ static_assert(sizeof(EigenFields) == sizeof(EigenOptions), "DASH_EIGEN_FIELDS mu
 static_assert(sizeof(NewtonFields) == sizeof(NewtonOptions), "DASH_NEWTON_FIELDS must list every NewtonOptions field");
 static_assert(
     sizeof(NewtonDBFields) == sizeof(NewtonDBOptions), "DASH_NEWTON_DB_FIELDS must list every NewtonDBOptions field");
-static_assert(
-    sizeof(ChebyshevFields) == sizeof(ChebyshevOptions), "DASH_CHEBYSHEV_FIELDS must list every ChebyshevOptions field");
-static_assert(
-    sizeof(ScalingFields) == sizeof(SpectralScaleOptions), "DASH_SCALING_FIELDS must list every SpectralScaleOptions field");
+static_assert(sizeof(ChebyshevFields) == sizeof(ChebyshevOptions),
+    "DASH_CHEBYSHEV_FIELDS must list every ChebyshevOptions field");
+static_assert(sizeof(ScalingFields) == sizeof(SpectralScaleOptions),
+    "DASH_SCALING_FIELDS must list every SpectralScaleOptions field");
 static_assert(
     sizeof(RootFields) == sizeof(InverseRootOptions), "DASH_ROOT_LAYOUT must list every InverseRootOptions field");
 

@@ -19,8 +19,8 @@ void check_solver_options(const EigenOptions& options) {
 }
 
 void check_solver_options(const NewtonOptions& options) {
-  TORCH_CHECK(options.steps() >= 1, "dash::inverse_root: newton_steps (newton.steps) must be >= 1, got ",
-      options.steps());
+  TORCH_CHECK(
+      options.steps() >= 1, "dash::inverse_root: newton_steps (newton.steps) must be >= 1, got ", options.steps());
   TORCH_CHECK(options.tolerance() >= 0.0,
       "dash::inverse_root: tolerance (newton.tolerance) must be >= 0 (0 = fixed steps), got ", options.tolerance());
   TORCH_CHECK(options.check_interval() >= 1,
@@ -43,8 +43,8 @@ void check_solver_options(const ChebyshevOptions& options) {
 }
 
 void check_solver_options(const SpectralScaleOptions& options) {
-  TORCH_CHECK(options.iterations() >= 1,
-      "dash::inverse_root: power_iterations (scaling.iterations) must be >= 1, got ", options.iterations());
+  TORCH_CHECK(options.iterations() >= 1, "dash::inverse_root: power_iterations (scaling.iterations) must be >= 1, got ",
+      options.iterations());
   TORCH_CHECK(options.vectors() >= 1 && options.vectors() <= 32,
       "dash::inverse_root: power_vectors (scaling.vectors) must be in [1, 32], got ", options.vectors());
   TORCH_CHECK(options.margin() >= 1.0 && std::isfinite(options.margin()),

@@ -1,17 +1,15 @@
 #include "optim/block_update.h"
 
+#include "optim/grafting.h"
+
 #include <ATen/ATen.h>
 
 namespace dash::optim {
-namespace {
 
-// 1 − β^t per block; 1 when bias correction is off.
 at::Tensor bias_correction(double beta, const at::Tensor& steps, bool enabled) {
   if (!enabled) return at::ones_like(steps);
   return 1.0 - at::pow(beta, steps);
 }
-
-}  // namespace
 
 void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, double beta) {
   const double weight = beta < 1.0 ? 1.0 - beta : 1.0;
@@ -30,37 +28,19 @@ Workspace Workspace::like(const at::Tensor& like) {
 void grafting_direction(const at::Tensor& grad, MomentState& state, const StepHyper& hyper, Workspace& work) {
   state.grad_ema.mul_(hyper.beta_grad).add_(grad, 1.0 - hyper.beta_grad);
   at::div_out(work.ghat, state.grad_ema, bias_correction(hyper.beta_grad, state.steps, hyper.bias_correction));
-  switch (hyper.grafting) {
-    case GraftingType::Adam:
-      state.graft_stat.mul_(hyper.beta_graft).addcmul_(grad, grad, 1.0 - hyper.beta_graft);
-      at::div_out(work.graft, state.graft_stat, bias_correction(hyper.beta_graft, state.steps, hyper.bias_correction));
-      work.graft.sqrt_().add_(hyper.eps_graft);
-      at::div_out(work.graft, work.ghat, work.graft);
-      return;
-    case GraftingType::RMSprop:
-      state.graft_stat.mul_(hyper.beta_graft).addcmul_(grad, grad, 1.0 - hyper.beta_graft);
-      break;
-    case GraftingType::AdaGrad:
-      state.graft_stat.addcmul_(grad, grad);
-      break;
-    case GraftingType::SGD:
-    case GraftingType::None:
-      work.graft.copy_(work.ghat);  // a copy: work.ghat may be reused as work.direction
-      return;
-  }
-  at::sqrt_out(work.graft, state.graft_stat).add_(hyper.eps_graft);
-  at::div_out(work.graft, work.ghat, work.graft);
+  grafting_for(hyper.grafting).direction(grad, work.ghat, state, hyper, work.graft);
 }
 
 at::Tensor preconditioned_direction(
     Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root, GraftingType grafting) {
   // Plain float32 norms: a block whose ‖U‖ overflows (entries ≳ 1e19) gets ratio 0,
   // i.e. no step — as AdamW, whose G² overflows there too.
+  const bool rescale = grafting_for(grafting).rescales_update();
   at::Tensor graft_norm;
-  if (grafting != GraftingType::None) graft_norm = at::linalg_vector_norm(work.graft, 2, {1, 2}, /*keepdim=*/true);
+  if (rescale) graft_norm = at::linalg_vector_norm(work.graft, 2, {1, 2}, /*keepdim=*/true);
   at::bmm_out(work.product, left_root, work.ghat);
   auto& u = right_root.defined() ? at::bmm_out(work.direction, work.product, right_root) : work.product;
-  if (grafting == GraftingType::None) return u;
+  if (!rescale) return u;
   return u.mul_(graft_norm / (at::linalg_vector_norm(u, 2, {1, 2}, /*keepdim=*/true) + 1e-16));
 }
 

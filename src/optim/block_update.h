@@ -4,7 +4,7 @@
 // as stacked tensors. The batched execution passes whole stacks, the sequential
 // one single-block slices: both run exactly this code.
 
-#include <dash/optimizer.h>
+#include <dash/optimizer_options.h>
 
 #include <ATen/core/Tensor.h>
 
@@ -44,16 +44,18 @@ struct Workspace {
   static Workspace like(const at::Tensor& like);
 };
 
+/// 1 − β^t per block for step counts t (n, 1, 1); ones when `enabled` is false.
+at::Tensor bias_correction(double beta, const at::Tensor& steps, bool enabled);
+
 /// L ← β L + (1 − β) G Gᵀ (left) or R ← β R + (1 − β) Gᵀ G, in place; β = 1 adds.
 void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, double beta);
 
 /// Updates M and A in place and writes Ĝ (the bias-corrected gradient EMA) into
-/// work.ghat and the grafting direction P_g into work.graft (for SGD and None,
-/// work.graft becomes Ĝ itself).
+/// work.ghat and the grafting direction P_g (grafting.h) into work.graft.
 void grafting_direction(const at::Tensor& grad, MomentState& state, const StepHyper& hyper, Workspace& work);
 
 /// U = L̄ Ĝ R̄ (R̄ undefined: one-sided, U = L̄ Ĝ), rescaled per block to the norm of
-/// P_g unless grafting is None: P = U ‖P_g‖_F / (‖U‖_F + 1e-16). Uses work.product
+/// P_g when the grafting rescales (all but None): P = U ‖P_g‖_F / (‖U‖_F + 1e-16). Uses work.product
 /// and work.direction; returns one of them.
 at::Tensor preconditioned_direction(
     Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root, GraftingType grafting);

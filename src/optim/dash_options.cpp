@@ -1,4 +1,5 @@
 #include "optim/dash_options.h"
+#include "optim/grafting.h"
 #include "optim/option_fields.h"
 
 #include <torch/serialize/archive.h>
@@ -126,12 +127,8 @@ blocking::GroupBlocking group_blocking(const DashOptions& o) {
   return {o.block_size(), o.one_dimensional() == OneDimensional::Shampoo1D, o.exponent_override()};
 }
 
-bool uses_graft_statistic(GraftingType grafting) {
-  return grafting == GraftingType::Adam || grafting == GraftingType::RMSprop || grafting == GraftingType::AdaGrad;
-}
-
 std::vector<StateShapingOption> state_shaping_options(const DashOptions& o) {
-  const bool statistic = uses_graft_statistic(o.grafting());
+  const bool statistic = grafting_for(o.grafting()).keeps_statistic();
   const bool momentum = o.momentum() > 0.0;
   return {
       {"block_size", "B", o.block_size(), std::to_string(o.block_size())},

@@ -27,9 +27,6 @@ StepHyper adamw_hyper(const DashOptions& options);
 
 blocking::GroupBlocking group_blocking(const DashOptions& options);
 
-/// Whether a grafting type keeps a per-element second-moment statistic.
-bool uses_graft_statistic(GraftingType grafting);
-
 /// One option that decides the shapes of a group's state (which blocks, roots and
 /// moments exist): such options are fixed once the state exists, and every rank of
 /// a distributed optimizer must share them.

@@ -1,10 +1,10 @@
 #include "optim/engine.h"
 
 #include "common/device_clock.h"
-#include "distributed/update_exchange.h"
 #include "linalg/stack_reductions.h"
-#include "distributed/work_split.h"
 #include "optim/dash_options.h"
+#include "optim/distributor.h"
+#include "optim/grafting.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -26,7 +26,7 @@ MomentState zero_moments(
     const std::vector<int64_t>& shape, bool steps_per_block, const StepHyper& hyper, const at::TensorOptions& to) {
   MomentState state;
   state.grad_ema = at::zeros(shape, to);
-  if (uses_graft_statistic(hyper.grafting)) state.graft_stat = at::zeros(shape, to);
+  if (grafting_for(hyper.grafting).keeps_statistic()) state.graft_stat = at::zeros(shape, to);
   if (hyper.momentum > 0.0) state.momentum = at::zeros(shape, to);
   state.steps = steps_per_block ? at::zeros({shape[0], 1, 1}, to) : at::zeros(shape, to);
   return state;
@@ -64,12 +64,6 @@ bool root_due(int64_t step, const DashOptions& options) {
 at::Tensor bool_mask(const std::vector<bool>& values, const at::Device& device) {
   std::vector<uint8_t> bytes(values.begin(), values.end());
   return at::tensor(bytes, at::kByte).to(device).to(at::kBool);
-}
-
-// A tensor as its (rows, cols) matrix view: a view for any tensor whose shape can
-// be viewed (parameters and gradients, in practice), a copy otherwise.
-at::Tensor as_matrix(const at::Tensor& tensor, const blocking::ParameterSlot& slot) {
-  return tensor.reshape({slot.view.rows, slot.view.cols});
 }
 
 }  // namespace
@@ -151,16 +145,7 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
   if (params_.empty()) return;
   const auto to = at::TensorOptions().dtype(at::kFloat).device(params_.front().device());
   factor_resets_total_ = at::zeros({}, to.dtype(at::kLong));
-  const bool sharded = distributed_ && distributed_->world_size() > 1;
-  if (sharded) {
-    const auto split = distributed::split_work(plan_, distributed_->world_size());
-    std::vector<std::vector<int64_t>> positions;
-    for (int64_t rank = 0; rank < distributed_->world_size(); ++rank) {
-      positions.push_back(distributed::owned_positions(plan_, split, rank));
-    }
-    exchange_ = std::make_unique<distributed::UpdateExchange>(*distributed_, positions, plan_.flat_numel, to.device());
-    plan_ = distributed::plan_for_rank(plan_, split, distributed_->rank(), blocking);
-  }
+  distributor_ = make_distributor(distributed_.get(), plan_, blocking, to);
   for (const auto& stack : plan_.gradient_stacks) {
     const auto& options = options_of(groups[stack.group]);
     GradientStackState state;
@@ -188,12 +173,13 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
   }
   adamw_grad_ = at::zeros({adamw_numel}, to);
   adamw_update_ = at::empty({adamw_numel}, to);
-  if (sharded) flat_update_ = at::empty({plan_.flat_numel + 1}, to);
 }
 
 Engine::~Engine() = default;
 
-int64_t Engine::communicated_bytes_per_step() const { return exchange_ ? exchange_->bytes_per_step() : 0; }
+int64_t Engine::communicated_bytes_per_step() const {
+  return distributor_ ? distributor_->communicated_bytes_per_step() : 0;
+}
 
 std::optional<size_t> Engine::changed_layout_group(const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
   for (size_t g = 0; g < groups.size() && g < layouts_.size(); ++g) {
@@ -261,7 +247,7 @@ bool Engine::gradients_usable(StepContext& context) {
     extremes.push_back(lowest.to(at::kFloat));
     extremes.push_back(highest.to(at::kFloat));
   };
-  if (exchange_) {
+  if (!distributor_->computes_every_block()) {
     for (size_t i = 0; i < params_.size(); ++i) {
       if (context.has_grad[i]) add(params_[i].grad());
     }
@@ -327,7 +313,8 @@ void Engine::gather_gradients(const StepContext& context) {
       const auto i = static_cast<size_t>(region.param);
       auto blocks = blocking::region_in_stack(stacks_[s].grad, region);
       if (context.has_grad[i]) {
-        blocks.copy_(blocking::region_in_matrix(as_matrix(params_[i].grad(), plan_.parameters[i]), region));
+        blocks.copy_(
+            blocking::region_in_matrix(blocking::as_matrix(params_[i].grad(), plan_.parameters[i].view), region));
       } else {
         blocks.zero_();  // what the finiteness check reads there must not be a skipped step's NaN
       }
@@ -489,7 +476,7 @@ at::Tensor Engine::bounded_failures_exceeded(const StepContext& context) const {
   for (size_t k = 0; k < factors_.size(); ++k) {
     const auto limit = context.options(plan_.factor_stacks[k].group).max_consecutive_root_failures();
     // Each rank counts the failures of its own factors only: ranks would decide apart.
-    TORCH_CHECK(limit == 0 || !exchange_,
+    TORCH_CHECK(limit == 0 || distributor_->computes_every_block(),
         "dash::Dash: max_consecutive_root_failures is not supported with "
         "several ranks yet; set it to 0");
     if (limit > 0 && factors_[k].consecutive_failures.defined()) {
@@ -684,76 +671,6 @@ void Engine::decay_weights(StepContext& context) {
   }
 }
 
-// W ← W − lr·P (spec §4 step 9) straight from the stacks: one strided
-// subtraction per region and one per AdamW parameter.
-void Engine::apply_updates(StepContext& context) {
-  decay_weights(context);
-  auto subtract = [](at::Tensor target, const at::Tensor& update) {
-    target.sub_(target.scalar_type() == update.scalar_type() ? update : update.to(target.scalar_type()));
-  };
-  // Each parameter as its (rows, cols) matrix: a view, or a copy (written back
-  // below) for a parameter whose shape cannot be viewed as one.
-  std::vector<at::Tensor> matrices(params_.size());
-  for (size_t s = 0; s < stacks_.size(); ++s) {
-    for (const auto& region : plan_.gradient_stacks[s].regions) {
-      const auto i = static_cast<size_t>(region.param);
-      if (!context.has_grad[i]) continue;
-      if (!matrices[i].defined()) matrices[i] = as_matrix(params_[i], plan_.parameters[i]);
-      subtract(blocking::region_in_matrix(matrices[i], region), blocking::region_in_stack(stacks_[s].update, region));
-    }
-  }
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (matrices[i].defined() && !matrices[i].is_alias_of(params_[i])) {
-      params_[i].copy_(matrices[i].view(params_[i].sizes()));
-    }
-  }
-  for (size_t j = 0; j < segments_.size(); ++j) {
-    const auto& segment = plan_.adamw_segments[j];
-    for (auto i : segment.params) {
-      if (!context.has_grad[i]) continue;
-      const auto& slot = plan_.parameters[i];
-      subtract(params_[i], adamw_update_.narrow(0, segment_offsets_[j] + slot.offset - segment.offset, slot.numel)
-                               .view(params_[i].sizes()));
-    }
-  }
-}
-
-// Distributed: this rank's updates go to their flat positions, one all-gather
-// brings every rank's, and every parameter is updated from the flat buffer.
-void Engine::exchange_updates(StepContext& context) {
-  {
-    ScopedPhase phase(profile_, Phase::Copies);
-    for (size_t s = 0; s < stacks_.size(); ++s) {
-      for (const auto& region : plan_.gradient_stacks[s].regions) {
-        const auto& slot = plan_.parameters[region.param];
-        auto flat = flat_update_.narrow(0, slot.offset, slot.numel).view({slot.view.rows, slot.view.cols});
-        blocking::region_in_matrix(flat, region).copy_(blocking::region_in_stack(stacks_[s].update, region));
-      }
-    }
-    for (size_t j = 0; j < segments_.size(); ++j) {
-      const auto& segment = plan_.adamw_segments[j];
-      flat_update_.narrow(0, segment.offset, segment.numel)
-          .copy_(adamw_update_.narrow(0, segment_offsets_[j], segment.numel));
-    }
-  }
-  {
-    ScopedPhase phase(profile_, Phase::Communication);
-    exchange_->exchange(flat_update_);
-  }
-  ScopedPhase phase(profile_, Phase::Copies);
-  decay_weights(context);
-  std::vector<at::Tensor> targets;
-  std::vector<at::Tensor> updates;
-  for (size_t i = 0; i < params_.size(); ++i) {
-    const auto& slot = plan_.parameters[i];
-    if (!context.has_grad[i] || slot.numel == 0) continue;
-    targets.push_back(params_[i]);
-    auto update = flat_update_.narrow(0, slot.offset, slot.numel).view(params_[i].sizes());
-    updates.push_back(params_[i].scalar_type() == at::kFloat ? update : update.to(params_[i].scalar_type()));
-  }
-  if (!targets.empty()) at::_foreach_add_(targets, updates, -1.0);
-}
-
 // Host bookkeeping: which blocks have a gradient this step, and their t.
 void Engine::count_active_blocks(StepContext& context) {
   const auto device = params_.front().device();
@@ -821,12 +738,14 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
   for (size_t k = 0; k < factors_.size(); ++k) refresh_roots(context, k);
   for_each_active([&](size_t s, const Rows& rows) { write_direction(context, s, rows); });
   for (size_t j = 0; j < segments_.size(); ++j) update_adamw_segment(context, j);
-  if (exchange_) {
-    exchange_updates(context);
-  } else {
+  {
     ScopedPhase phase(profile_, Phase::Copies);
-    apply_updates(context);
+    decay_weights(context);
   }
+  std::vector<at::Tensor> stack_updates;
+  for (const auto& stack : stacks_) stack_updates.push_back(stack.update);
+  distributor_->apply_updates(
+      {plan_, params_, context.has_grad, stack_updates, adamw_update_, segment_offsets_}, profile_);
 }
 
 }  // namespace dash::optim

@@ -23,11 +23,8 @@ class InputArchive;
 class OutputArchive;
 }  // namespace torch::serialize
 
-namespace dash::distributed {
-class UpdateExchange;
-}  // namespace dash::distributed
-
 namespace dash::optim {
+class Distributor;
 
 /// Which blocks of a stack a piece of work touches. `take` gives the part of a
 /// stacked tensor those blocks own; `put` writes a modified part back (a no-op
@@ -166,9 +163,8 @@ class Engine {
       size_t factor_stack, const InverseRootOptions& root_options, const std::vector<bool>& due);
   void write_direction(StepContext& context, size_t stack, const Rows& rows);
   void update_adamw_segment(StepContext& context, size_t segment);
+  /// W ← W (1 − lr·wd) for every decayed parameter that takes a step (spec §4 step 1).
   void decay_weights(StepContext& context);
-  void apply_updates(StepContext& context);
-  void exchange_updates(StepContext& context);
 
   blocking::StackPlan plan_;  ///< this rank's blocks (all blocks in a single process)
   std::shared_ptr<const DistributedContext> distributed_;
@@ -189,12 +185,11 @@ class Engine {
   at::Tensor adamw_grad_;
   at::Tensor adamw_update_;
   std::vector<int64_t> segment_offsets_;
-  at::Tensor flat_update_;  ///< distributed only: plan.flat_numel elements + 1 scratch, all-gathered
   double overflow_limit_ = 0.0;
-  at::Tensor factor_resets_total_;      ///< () int64 over all stacks; read with the step's gradient check
-  int64_t factor_resets_reported_ = 0;  ///< how many of those a warning has announced
-  std::vector<std::string> layouts_;    ///< state_layout() of each group at construction
-  std::unique_ptr<distributed::UpdateExchange> exchange_;
+  at::Tensor factor_resets_total_;            ///< () int64 over all stacks; read with the step's gradient check
+  int64_t factor_resets_reported_ = 0;        ///< how many of those a warning has announced
+  std::vector<std::string> layouts_;          ///< state_layout() of each group at construction
+  std::unique_ptr<Distributor> distributor_;  ///< who computes which blocks; applies the updates
 };
 
 }  // namespace dash::optim

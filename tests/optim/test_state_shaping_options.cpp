@@ -15,8 +15,8 @@ namespace {
 
 std::vector<torch::optim::OptimizerParamGroup> one_group(const DashOptions& options) {
   std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(std::vector<at::Tensor>{at::zeros({7, 5}), at::zeros({5})},
-      std::make_unique<DashOptions>(options));
+  groups.emplace_back(
+      std::vector<at::Tensor>{at::zeros({7, 5}), at::zeros({5})}, std::make_unique<DashOptions>(options));
   return groups;
 }
 
@@ -24,8 +24,12 @@ std::vector<torch::optim::OptimizerParamGroup> one_group(const DashOptions& opti
 // "dash.layout" (the format of groups_signature() since checkpoints have had one),
 // so a change of format would make every old checkpoint fail to load.
 TEST(StateShapingOptions, SignatureKeepsTheCheckpointFormat) {
-  const auto options = DashOptions().block_size(4).momentum(0.5).one_dimensional(OneDimensional::Shampoo1D)
-                           .grafting(GraftingType::RMSprop).exponent_override(2);
+  const auto options = DashOptions()
+                           .block_size(4)
+                           .momentum(0.5)
+                           .one_dimensional(OneDimensional::Shampoo1D)
+                           .grafting(GraftingType::RMSprop)
+                           .exponent_override(2);
   EXPECT_EQ(groups_signature(one_group(options)), "group 0 B=4 1d=1 root=2 graft=1 momentum=1: [7, 5] [5]\n");
   EXPECT_EQ(groups_signature(one_group(DashOptions())), "group 0 B=1024 1d=0 root=0 graft=0 momentum=0: [7, 5] [5]\n");
 }
@@ -36,14 +40,16 @@ TEST(StateShapingOptions, LayoutFollowsTheShapesOfTheState) {
   const auto base = DashOptions().momentum(0.5);
   EXPECT_EQ(state_layout(base), state_layout(DashOptions(base).grafting(GraftingType::RMSprop)));
   EXPECT_EQ(state_layout(base), state_layout(DashOptions(base).momentum(0.9)));
-  EXPECT_EQ(state_layout(base), state_layout(DashOptions(base).lr(0.5).root(InverseRootOptions().method(RootMethod::EVD))));
+  EXPECT_EQ(
+      state_layout(base), state_layout(DashOptions(base).lr(0.5).root(InverseRootOptions().method(RootMethod::EVD))));
   EXPECT_NE(state_layout(base), state_layout(DashOptions(base).grafting(GraftingType::SGD)));
   EXPECT_NE(state_layout(base), state_layout(DashOptions(base).momentum(0.0)));
   EXPECT_NE(state_layout(base), state_layout(DashOptions(base).block_size(512)));
   EXPECT_NE(state_layout(base), state_layout(DashOptions(base).exponent_override(2)));
   EXPECT_NE(state_layout(base), state_layout(DashOptions(base).one_dimensional(OneDimensional::Shampoo1D)));
   // Ranks must agree on the grafting type itself, not only on its state.
-  EXPECT_NE(groups_signature(one_group(base)), groups_signature(one_group(DashOptions(base).grafting(GraftingType::RMSprop))));
+  EXPECT_NE(groups_signature(one_group(base)),
+      groups_signature(one_group(DashOptions(base).grafting(GraftingType::RMSprop))));
 }
 
 TEST(StateShapingOptions, MessagesNameEveryOption) {
