@@ -624,9 +624,10 @@ void Engine::update_adamw_segment(StepContext& context, size_t j) {
   auto grad = adamw_grad_.narrow(0, segment_offsets_[j], segment.numel).view({1, 1, -1});
   bool all_active = true;
   for (auto i : segment.params) all_active = all_active && context.has_grad[i];
-  // Parameters without a gradient keep their moments and t: the update runs on a
-  // copy and only the active elements are kept.
-  MomentState before;
+  // Parameters without a gradient keep their moments and t: t advances only where
+  // active, and the moments are restored where not.
+  at::Tensor ema_before;
+  at::Tensor statistic_before;
   at::Tensor active;
   if (!all_active) {
     active = at::zeros({1, 1, segment.numel}, grad.options().dtype(at::kBool));
@@ -636,7 +637,8 @@ void Engine::update_adamw_segment(StepContext& context, size_t j) {
         active.narrow(2, slot.offset - segment.offset, slot.numel).fill_(true);
       }
     }
-    before = {moments.grad_ema.clone(), moments.graft_stat.clone(), at::Tensor(), moments.steps.clone()};
+    ema_before = moments.grad_ema.clone();
+    statistic_before = moments.graft_stat.clone();
     moments.steps.add_(active);
   } else {
     moments.steps.add_(1);
@@ -645,8 +647,8 @@ void Engine::update_adamw_segment(StepContext& context, size_t j) {
   grafting_direction(grad, moments, adamw_hyper(options), work);
   auto& direction = work.graft;
   if (!all_active) {
-    moments.grad_ema.copy_(at::where(active, moments.grad_ema, before.grad_ema));
-    moments.graft_stat.copy_(at::where(active, moments.graft_stat, before.graft_stat));
+    moments.grad_ema.copy_(at::where(active, moments.grad_ema, ema_before));
+    moments.graft_stat.copy_(at::where(active, moments.graft_stat, statistic_before));
   }
   adamw_update_.narrow(0, segment_offsets_[j], segment.numel).copy_(direction.view(-1)).mul_(options.lr());
 }

@@ -12,8 +12,8 @@ namespace dash::optim {
 namespace {
 
 // P_g = Ĝ / (√(A / c) + ε_g), with c the statistic's bias correction (1: none).
-void divide_by_root_of_statistic(const at::Tensor& ghat, const at::Tensor& statistic, const at::Tensor& correction,
-    double eps, at::Tensor& out) {
+void divide_by_root_of_statistic(
+    const at::Tensor& ghat, const at::Tensor& statistic, const at::Tensor& correction, double eps, at::Tensor& out) {
   if (correction.defined()) {
     at::div_out(out, statistic, correction);
     out.sqrt_();
@@ -62,8 +62,8 @@ class AdaGradGrafting final : public Grafting {
 class SGDGrafting : public Grafting {
  public:
   bool keeps_statistic() const override { return false; }
-  void direction(const at::Tensor&, const at::Tensor& ghat, MomentState&, const StepHyper&,
-      at::Tensor& out) const override {
+  void direction(
+      const at::Tensor&, const at::Tensor& ghat, MomentState&, const StepHyper&, at::Tensor& out) const override {
     out.copy_(ghat);
   }
 };
