@@ -35,6 +35,7 @@ std::unique_ptr<torch::optim::Optimizer> make_dash(const TrainConfig& config, co
                         .method(dash::parse_root_method(config.root_method))
                         .precision(dash::parse_matmul_precision(config.precision))
                         .epsilon(config.root_epsilon)
+                        .relative_epsilon(config.root_relative_epsilon)
                         .auto_max_error(config.auto_max_error)
                         .scaling(dash::SpectralScaleOptions()
                                      .method(dash::parse_scaling(config.scaling))

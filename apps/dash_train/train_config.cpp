@@ -73,6 +73,8 @@ const std::vector<Key>& keys() {
       {"power_iterations", &TrainConfig::power_iterations, "power-iteration steps of pi / multi-pi scaling", true},
       {"chebyshev_degree", &TrainConfig::chebyshev_degree, "Chebyshev polynomial degree", true},
       {"root_epsilon", &TrainConfig::root_epsilon, "ε of (A + εI)^{-1/p}", true},
+      {"root_relative_epsilon", &TrainConfig::root_relative_epsilon,
+          "ε_rel: roots of A + max(ε, ε_rel·λ_max)·I (0: off)", true},
       {"eigen_refresh_tolerance", &TrainConfig::eigen_refresh_tolerance,
           "evd: reuse a factor's eigenvectors while its root stays within this relative error (0: eigh every time)", true},
       {"eigen_warm_iterations", &TrainConfig::eigen_warm_iterations, "evd: QR steps from the previous eigenvectors", true},

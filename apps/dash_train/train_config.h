@@ -67,6 +67,7 @@ struct TrainConfig {
   int64_t power_iterations = 10;
   int64_t chebyshev_degree = 40;
   double root_epsilon = 1e-10;
+  double root_relative_epsilon = 0.0;
   double eigen_refresh_tolerance = 0.0;  ///< evd: warm-started eigenbases (0: eigh every time)
   int64_t eigen_warm_iterations = 1;
   std::string ndb_polynomial = "newton-schulz";

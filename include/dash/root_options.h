@@ -139,6 +139,13 @@ struct InverseRootOptions {
   TORCH_ARG(double, auto_max_error) = 0.5;
   /// Regularisation: the root of A + εI is computed.
   TORCH_ARG(double, epsilon) = 1e-10;
+  /// Regularisation relative to the largest eigenvalue: the root of
+  /// A + max(ε, ε_rel·λ_max)·I, the ridge of Google's Scalable Shampoo (Anil et al.,
+  /// 2020). λ_max is EVD's largest eigenvalue, or the iterative solvers' estimate
+  /// (s / margin with power-iteration scaling, s = ‖A‖_F with Frobenius). It bounds
+  /// each root's condition number by about ε_rel^{-1/p} whatever the factor's scale.
+  /// 0: off.
+  TORCH_ARG(double, relative_epsilon) = 0.0;
   TORCH_ARG(MatmulPrecision, precision) = MatmulPrecision::FP32;
 };
 

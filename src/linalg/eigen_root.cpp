@@ -64,10 +64,4 @@ at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vect
   return matmul(vectors * weights.unsqueeze(1), vectors.transpose(1, 2), precision, scratch);
 }
 
-at::Tensor eigen_root(const at::Tensor& normalized, const at::Tensor& epsilon, int64_t p, EigenHeuristic heuristic,
-    MatmulPrecision precision, Scratch& scratch) {
-  auto [values, vectors] = batched_eigh(normalized);
-  return root_from_eigenbasis(values, vectors, epsilon, p, heuristic, precision, scratch);
-}
-
 }  // namespace dash::linalg

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 namespace dash {
 
@@ -42,6 +43,13 @@ struct Solution {
   at::Tensor normalized_root;  // Â^{-1/p} (the root itself when not kept)
 };
 
+// Raises the regularisation ε/s (N, 1, 1) that the diagonal of `normalized` holds
+// to at least `floor`, per matrix; returns the raised ε/s.
+at::Tensor raise_regularisation(at::Tensor& normalized, const at::Tensor& epsilon, double floor) {
+  normalized.diagonal(0, -2, -1).add_((floor - epsilon).clamp_min(0.0).view({-1, 1}));
+  return epsilon.clamp_min(floor);
+}
+
 // 16-bit matmuls round the normalised spectrum (top ≤ 1) by about u₁₆, so NewtonDB's
 // first products turn eigenvalues below that negative, and its step m ← m(3 − m)²/4
 // on the product ZY grows a negative eigenvalue by 9/4 until it overflows. Raising
@@ -50,8 +58,20 @@ struct Solution {
 // docs/benchmarks.md). Float32 is left as it is.
 void raise_to_sixteen_bit_floor(at::Tensor& normalized, const at::Tensor& epsilon, MatmulPrecision precision) {
   if (precision == MatmulPrecision::FP32) return;
-  const double floor = 0.5 * linalg::operand_roundoff(precision);
-  normalized.diagonal(0, -2, -1).add_((floor - epsilon).clamp_min(0.0).view({-1, 1}));
+  raise_regularisation(normalized, epsilon, 0.5 * linalg::operand_roundoff(precision));
+}
+
+// ε_rel·λ_max in normalised units for the iterative solvers: their scale s is
+// margin·λ̂_max under power-iteration scaling and ‖A‖_F (taken as λ_max) under Frobenius.
+double relative_floor(const InverseRootOptions& options) {
+  const auto& scaling = options.scaling();
+  return options.relative_epsilon() / (scaling.method() == Scaling::Frobenius ? 1.0 : scaling.margin());
+}
+
+// EVD's ε/s with its relative part, max(ε/s, ε_rel·λ_max/s), from the eigenvalues (N, b).
+at::Tensor eigen_regularisation(const at::Tensor& epsilon, const at::Tensor& values, double relative_epsilon) {
+  if (relative_epsilon <= 0.0) return epsilon;
+  return at::maximum(epsilon, values.amax(/*dim=*/1, /*keepdim=*/true).unsqueeze(-1).mul_(relative_epsilon));
 }
 
 // Â^{-1/p} by the chosen method. NewtonDB reuses its input's buffer once it has
@@ -60,15 +80,21 @@ void raise_to_sixteen_bit_floor(at::Tensor& normalized, const at::Tensor& epsilo
 at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int64_t p,
     const InverseRootOptions& options, bool keep_normalized, Eigenbasis* basis, linalg::Scratch& scratch) {
   switch (options.method()) {
-    case RootMethod::EVD:
+    case RootMethod::EVD: {
+      at::Tensor values;
+      at::Tensor vectors;
       if (basis != nullptr) {
         // Eigenvectors do not depend on the scale s, so the basis carries over
         // between computations whatever s each one had.
-        auto values = linalg::refresh_eigenbasis(normalized, epsilon, p, options.eigen(), *basis);
-        return linalg::root_from_eigenbasis(
-            values, basis->vectors, epsilon, p, options.eigen().heuristic(), options.precision(), scratch);
+        values = linalg::refresh_eigenbasis(normalized, epsilon, p, options.eigen(), *basis);
+        vectors = basis->vectors;
+      } else {
+        std::tie(values, vectors) = linalg::batched_eigh(normalized);
       }
-      return linalg::eigen_root(normalized, epsilon, p, options.eigen().heuristic(), options.precision(), scratch);
+      return linalg::root_from_eigenbasis(values, vectors,
+          eigen_regularisation(epsilon, values, options.relative_epsilon()), p, options.eigen().heuristic(),
+          options.precision(), scratch);
+    }
     case RootMethod::CoupledNewton:
       return linalg::coupled_newton_root(normalized, p, options.newton(), options.precision(), scratch);
     case RootMethod::NewtonDB:
@@ -122,6 +148,11 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
     epsilon =
         epsilon.clamp_min(a.scalar_type() == at::kDouble ? std::numeric_limits<double>::min()
                                                          : static_cast<double>(std::numeric_limits<float>::min()));
+  }
+  // The relative regularisation, once the scale is known (EVD applies it to its
+  // eigenvalues, normalized_root()).
+  if (options.relative_epsilon() > 0.0 && !evd) {
+    epsilon = raise_regularisation(normalized, epsilon, relative_floor(options));
   }
 
   auto root_of_normalized = normalized_root(keep_normalized_root ? normalized : std::move(normalized), epsilon, p,

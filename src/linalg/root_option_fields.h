@@ -42,6 +42,7 @@
   STRUCT(FIELD, SpectralScaleOptions, scaling, DASH_SCALING_FIELDS)            \
   FIELD(auto_max_error, double, auto_max_error)                                \
   FIELD(epsilon, double, epsilon)                                              \
+  FIELD(relative_epsilon, double, relative_epsilon)                            \
   FIELD(precision, MatmulPrecision, precision)
 #define DASH_EXPAND_STRUCT(FIELD, type, member, LIST) LIST(FIELD, member().)
 /// Every option, flat: FIELD(flat name, type, accessor path from InverseRootOptions).

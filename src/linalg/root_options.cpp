@@ -56,6 +56,8 @@ void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
   TORCH_CHECK(p >= 1 && p <= 64, "dash::inverse_root: root p must be an integer in [1, 64], got p = ", p);
   TORCH_CHECK(options.epsilon() >= 0.0 && std::isfinite(options.epsilon()),
       "dash::inverse_root: epsilon must be finite and >= 0, got ", options.epsilon());
+  TORCH_CHECK(options.relative_epsilon() >= 0.0 && options.relative_epsilon() < 1.0,
+      "dash::inverse_root: relative_epsilon must be in [0, 1), got ", options.relative_epsilon());
   // Every struct is checked whatever the method: RootMethod::Auto tries them all,
   // and an option set for another method is still a mistake worth naming.
   check_solver_options(options.eigen());

@@ -27,16 +27,12 @@ namespace dash::linalg {
 std::vector<std::vector<OddPolynomial>> newton_db_schedule(
     int64_t p, const NewtonOptions& newton, const NewtonDBOptions& options, MatmulPrecision precision);
 
-/// eigh-based root with the given eigenvalue heuristic. `epsilon` (N, 1, 1) is
-/// the regularisation in normalised units (ε/s).
-at::Tensor eigen_root(const at::Tensor& normalized, const at::Tensor& epsilon, int64_t p, EigenHeuristic heuristic,
-    MatmulPrecision precision, Scratch& scratch);
-
 /// Eigenvalues (N, b) and eigenvectors (N, b, b) by one batched eigh, retried in
 /// float64 if it fails in float32.
 std::tuple<at::Tensor, at::Tensor> batched_eigh(const at::Tensor& a);
 
-/// Q · diag(f(λ)) · Qᵀ with f(λ) = λ^{-1/p} after `heuristic`'s repair.
+/// Q · diag(f(λ)) · Qᵀ with f(λ) = λ^{-1/p} after `heuristic`'s repair: EVD's root.
+/// `epsilon` (N, 1, 1) is the regularisation in normalised units (ε/s).
 at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vectors, const at::Tensor& epsilon,
     int64_t p, EigenHeuristic heuristic, MatmulPrecision precision, Scratch& scratch);
 

@@ -148,5 +148,25 @@ TEST(InverseRootAccuracy, EpsilonIsAddedToTheMatrix) {
   }
 }
 
+// relative_epsilon ridges by the largest eigenvalue: the root is that of
+// A + ε_rel·λ_max·I whatever A's scale (here λ_max = 1e-6 and 1e3, κ = 1e6), so
+// the root's condition number is at most ε_rel^{-1/4}. EVD takes λ_max from its
+// eigenvalues; the iterative solvers from power iteration, which on this spectrum
+// (top gap 1.56×) converges to well within the tolerance.
+TEST(InverseRootAccuracy, RelativeEpsilonRidgesByTheLargestEigenvalue) {
+  const double relative = 1e-3;
+  for (double top : {1e-6, 1e3}) {
+    auto spectrum = log_spaced_spectrum(2, 32, 1e6, 9, top);
+    const auto reference = reference_inverse_root(spectrum, relative * top, 4);
+    for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB}) {
+      auto options = InverseRootOptions().method(method).epsilon(0.0).relative_epsilon(relative);
+      options.newton().steps(20);
+      auto root = inverse_root(spectrum.matrices.to(at::kFloat), 4, options);
+      EXPECT_LE(max_relative_error(root, reference), method == RootMethod::EVD ? 1e-4 : 1e-3)
+          << to_string(method) << ", top " << top;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dash

@@ -121,7 +121,8 @@ void expect_failed_load_changes_nothing(
 // field under their flat names (root.newton_steps, ...), as before they existed.
 TEST(DashCheckpoint, EverySolverOptionRoundTrips) {
   InverseRootOptions root;
-  root.method(RootMethod::Chebyshev).epsilon(1e-7).precision(MatmulPrecision::BF16).auto_max_error(0.25);
+  root.method(RootMethod::Chebyshev).epsilon(1e-7).relative_epsilon(1e-5).precision(MatmulPrecision::BF16);
+  root.auto_max_error(0.25);
   root.eigen().heuristic(EigenHeuristic::AbsAdd).refresh_tolerance(0.125).warm_iterations(3);
   root.newton().steps(7).tolerance(1e-3).check_interval(3);
   root.newton_db().polynomial(NewtonDBPolynomial::Minimax5).interval_min(1e-4);
@@ -138,6 +139,7 @@ TEST(DashCheckpoint, EverySolverOptionRoundTrips) {
   const auto& r = static_cast<const DashOptions&>(loaded.param_groups()[0].options()).root();
   EXPECT_EQ(r.method(), RootMethod::Chebyshev);
   EXPECT_EQ(r.epsilon(), 1e-7);
+  EXPECT_EQ(r.relative_epsilon(), 1e-5);
   EXPECT_EQ(r.precision(), MatmulPrecision::BF16);
   EXPECT_EQ(r.auto_max_error(), 0.25);
   EXPECT_EQ(r.eigen().heuristic(), EigenHeuristic::AbsAdd);
