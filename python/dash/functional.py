@@ -18,7 +18,8 @@ def inverse_root(matrices: torch.Tensor, p: int, **options) -> torch.Tensor:
 
     Keywords (defaults as in C++ ``dash::InverseRootOptions``): ``method`` ("evd",
     "cn", "ndb", "chebyshev"; "auto" is for ``dash.Dash`` and ``choose_root_method``), ``scaling`` ("fro", "pi", "multi-pi"), ``precision``
-    ("fp32", "bf16", "fp16"), ``epsilon``, ``newton_steps``, ``tolerance``,
+    ("fp32", "bf16", "fp16"), ``epsilon``, ``relative_epsilon`` (roots of
+    A + max(ε, ε_rel·λ_max)·I), ``newton_steps``, ``tolerance``,
     ``tolerance_check_interval``, ``power_iterations``, ``power_vectors``,
     ``power_margin``, ``chebyshev_degree``, ``chebyshev_interval_min``,
     ``eigen_heuristic``, ``newton_db_polynomial`` ("newton-schulz", "minimax3",

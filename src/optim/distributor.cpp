@@ -19,6 +19,8 @@ class LocalDistributor final : public Distributor {
   bool computes_every_block() const override { return true; }
   int64_t communicated_bytes_per_step() const override { return 0; }
 
+  void gather_updates(const StepUpdates&, PhaseProfile&) override {}
+
   void apply_updates(const StepUpdates& updates, PhaseProfile& profile) override {
     ScopedPhase phase(profile, Phase::Copies);
     const auto& plan = updates.plan;
@@ -71,7 +73,7 @@ class AllGatherDistributor final : public Distributor {
   bool computes_every_block() const override { return false; }
   int64_t communicated_bytes_per_step() const override { return exchange_->bytes_per_step(); }
 
-  void apply_updates(const StepUpdates& updates, PhaseProfile& profile) override {
+  void gather_updates(const StepUpdates& updates, PhaseProfile& profile) override {
     const auto& plan = updates.plan;
     {
       ScopedPhase phase(profile, Phase::Copies);
@@ -88,10 +90,12 @@ class AllGatherDistributor final : public Distributor {
             .copy_(updates.adamw_update.narrow(0, updates.segment_offsets[j], segment.numel));
       }
     }
-    {
-      ScopedPhase phase(profile, Phase::Communication);
-      exchange_->exchange(flat_update_);
-    }
+    ScopedPhase phase(profile, Phase::Communication);
+    exchange_->exchange(flat_update_);
+  }
+
+  void apply_updates(const StepUpdates& updates, PhaseProfile& profile) override {
+    const auto& plan = updates.plan;
     ScopedPhase phase(profile, Phase::Copies);
     std::vector<at::Tensor> targets;
     std::vector<at::Tensor> flat_updates;

@@ -42,8 +42,13 @@ class Distributor {
   /// Bytes this process sends plus receives per step.
   virtual int64_t communicated_bytes_per_step() const = 0;
 
-  /// W ← W − lr·P for every parameter that takes a step (weight decay already
-  /// applied), the time going to `profile`'s phases.
+  /// Brings together what this process needs to update every parameter (the other
+  /// ranks' updates). Touches no parameter, so a failed collective leaves them as
+  /// they were. Nothing to do in one process.
+  virtual void gather_updates(const StepUpdates& updates, PhaseProfile& profile) = 0;
+
+  /// W ← W − lr·P for every parameter that takes a step (after gather_updates()
+  /// and the weight decay).
   virtual void apply_updates(const StepUpdates& updates, PhaseProfile& profile) = 0;
 };
 

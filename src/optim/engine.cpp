@@ -740,14 +740,15 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
   for (size_t k = 0; k < factors_.size(); ++k) refresh_roots(context, k);
   for_each_active([&](size_t s, const Rows& rows) { write_direction(context, s, rows); });
   for (size_t j = 0; j < segments_.size(); ++j) update_adamw_segment(context, j);
+  std::vector<at::Tensor> stack_updates;
+  for (const auto& stack : stacks_) stack_updates.push_back(stack.update);
+  const StepUpdates updates{plan_, params_, context.has_grad, stack_updates, adamw_update_, segment_offsets_};
+  distributor_->gather_updates(updates, profile_);
   {
     ScopedPhase phase(profile_, Phase::Copies);
     decay_weights(context);
   }
-  std::vector<at::Tensor> stack_updates;
-  for (const auto& stack : stacks_) stack_updates.push_back(stack.update);
-  distributor_->apply_updates(
-      {plan_, params_, context.has_grad, stack_updates, adamw_update_, segment_offsets_}, profile_);
+  distributor_->apply_updates(updates, profile_);
 }
 
 }  // namespace dash::optim
