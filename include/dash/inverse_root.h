@@ -21,7 +21,8 @@ class Scratch;
 }  // namespace linalg
 struct Eigenbasis;
 
-/// (A + εI)^{-1/p} for each matrix of A ((b, b) or (N, b, b)).
+/// (A + εI)^{-1/p} for each matrix of A ((b, b) or (N, b, b)); with
+/// options.relative_epsilon() > 0, ε is max(ε, ε_rel·λ_max) per matrix.
 ///
 /// p: EVD, CoupledNewton and Chebyshev take any p ≥ 1; NewtonDB takes p = 1 or a
 /// power of two (it chains square-root passes).
@@ -80,9 +81,11 @@ at::Tensor inverse_root(const at::Tensor& matrices, int64_t p, const InverseRoot
 
 /// Per-matrix quality figures, computed on the device (no host sync).
 struct InverseRootResult {
-  at::Tensor root;      ///< same as inverse_root()
-  at::Tensor residual;  ///< ‖X^p (A + εI) − I‖_F / √b, shape (N,) (or () for 2-D input)
-  at::Tensor finite;    ///< bool, shape (N,) (or ()): every entry of the root is finite
+  at::Tensor root;  ///< same as inverse_root()
+  /// ‖X^p (A + εI) − I‖_F / √b (ε with its relative part), shape (N,) (or () for 2-D
+  /// input); EVD's is ‖X^p A − I‖_F / √b (its ε acts on the eigenvalues).
+  at::Tensor residual;
+  at::Tensor finite;  ///< bool, shape (N,) (or ()): every entry of the root is finite
 };
 
 InverseRootResult inverse_root_with_diagnostics(

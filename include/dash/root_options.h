@@ -141,10 +141,11 @@ struct InverseRootOptions {
   TORCH_ARG(double, epsilon) = 1e-10;
   /// Regularisation relative to the largest eigenvalue: the root of
   /// A + max(ε, ε_rel·λ_max)·I, the ridge of Google's Scalable Shampoo (Anil et al.,
-  /// 2020). λ_max is EVD's largest eigenvalue, or the iterative solvers' estimate
-  /// (s / margin with power-iteration scaling, s = ‖A‖_F with Frobenius). It bounds
-  /// each root's condition number by about ε_rel^{-1/p} whatever the factor's scale.
-  /// 0: off.
+  /// 2020). It bounds each root's condition number by about ε_rel^{-1/p} whatever
+  /// the factor's scale. λ_max is EVD's largest eigenvalue, or the iterative
+  /// solvers' estimate (s / margin with power-iteration scaling, s = ‖A‖_F with
+  /// Frobenius). EVD treats the sum like ε: added by the Shampoo and AbsAdd
+  /// heuristics, the cutoff of PseudoInverse, ignored by Abs. 0: off.
   TORCH_ARG(double, relative_epsilon) = 0.0;
   TORCH_ARG(MatmulPrecision, precision) = MatmulPrecision::FP32;
 };

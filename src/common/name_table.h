@@ -1,7 +1,7 @@
 #pragma once
 
 // Enum ↔ name tables for the option names each layer declares next to its enums
-// (to_string / parse_* in inverse_root.h, optimizer.h, distributed.h). Parsing is
+// (to_string / parse_* in root_options.h, optimizer_options.h, distributed.h). Parsing is
 // case-insensitive and rejects an unknown name with the list of valid ones.
 
 #include <c10/util/Exception.h>

@@ -150,9 +150,14 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
                                                          : static_cast<double>(std::numeric_limits<float>::min()));
   }
   // The relative regularisation, once the scale is known (EVD applies it to its
-  // eigenvalues, normalized_root()).
+  // eigenvalues, normalized_root()). The ridge can lift the top of the spectrum
+  // above 1 (Frobenius scaling of a rank-1 factor has it at 1 already), so the
+  // scale grows with it: (Â + δI)/(1 + δ) stays in (0, 1].
   if (options.relative_epsilon() > 0.0 && !evd) {
-    epsilon = raise_regularisation(normalized, epsilon, relative_floor(options));
+    const double floor = relative_floor(options);
+    epsilon = raise_regularisation(normalized, epsilon, floor).div_(1.0 + floor);
+    normalized.div_(1.0 + floor);
+    scale = scale * (1.0 + floor);
   }
 
   auto root_of_normalized = normalized_root(keep_normalized_root ? normalized : std::move(normalized), epsilon, p,

@@ -51,7 +51,8 @@ at::Tensor sample_rows(const at::Tensor& finite) {
   return at::tensor(picked, at::kLong);
 }
 
-Reference exact_roots(const at::Tensor& matrices, const at::Tensor& rows, int64_t p, double epsilon) {
+Reference exact_roots(
+    const at::Tensor& matrices, const at::Tensor& rows, int64_t p, const InverseRootOptions& options) {
   // Eigenvalues below b·u·λ_max (u: the input's unit roundoff) are the input's
   // rounding, indistinguishable from 0: no method can get their root right, so they
   // carry no weight (a rank-deficient factor's null space has ~1e-8·λ_max there in float32).
@@ -63,8 +64,11 @@ Reference exact_roots(const at::Tensor& matrices, const at::Tensor& rows, int64_
   auto resolved = clipped > clipped.amax(-1, /*keepdim=*/true) * (roundoff * static_cast<double>(matrices.size(-1)));
   // At ε = 0 a singular matrix has no root; its null directions carry no weight,
   // and a floor of 1e-16·λ_max keeps their 0·∞ out of the sums.
-  auto floor = clipped.amax(-1, /*keepdim=*/true).mul(1e-16).clamp_min(std::numeric_limits<double>::min());
-  auto inverse_root_values = at::maximum(clipped + epsilon, floor).pow(-1.0 / static_cast<double>(p));
+  const auto largest = clipped.amax(-1, /*keepdim=*/true);
+  auto floor = largest.mul(1e-16).clamp_min(std::numeric_limits<double>::min());
+  // The regularisation asked for: max(ε, ε_rel·λ_max).
+  auto regularisation = largest.mul(options.relative_epsilon()).clamp_min(options.epsilon());
+  auto inverse_root_values = at::maximum(clipped + regularisation, floor).pow(-1.0 / static_cast<double>(p));
   auto root = at::matmul(vectors * inverse_root_values.unsqueeze(-2), vectors.transpose(1, 2));
   auto weight = vectors * at::where(resolved, clipped, at::zeros_like(clipped)).sqrt().unsqueeze(-2);
   auto root_norm = at::linalg_vector_norm(at::matmul(root, weight), 2, {1, 2});
@@ -123,7 +127,7 @@ RootMethodChoice choose_root_method(
   auto finite = at::isfinite(matrices).all(-1).all(-1);
   const auto rows = sample_rows(finite);
   TORCH_CHECK(rows.numel() > 0, "dash::choose_root_method: no matrix of the stack is finite");
-  const auto reference = exact_roots(matrices, rows, p, options.epsilon());
+  const auto reference = exact_roots(matrices, rows, p, options);
 
   RootMethodChoice choice;
   for (auto method : kCandidates) {

@@ -168,5 +168,22 @@ TEST(InverseRootAccuracy, RelativeEpsilonRidgesByTheLargestEigenvalue) {
   }
 }
 
+// A ridge lifts the top of the normalised spectrum too: with Frobenius scaling a
+// rank-1 factor's λ_max is ‖A‖_F = s, so (A + 0.5 λ_max I)/s would reach 1.5, where
+// Chebyshev (fitted on [δ, 1]) would extrapolate. The scale grows with the ridge.
+TEST(InverseRootAccuracy, RelativeEpsilonKeepsTheNormalisedSpectrumInRange) {
+  auto eigenvalues = at::zeros({2, 16}, at::kDouble);
+  eigenvalues.select(1, 0).fill_(3.0);
+  auto spectrum = testing::with_eigenvalues(eigenvalues, 10);
+  const double relative = 0.5;
+  const auto reference = reference_inverse_root(spectrum, relative * 3.0, 4);
+  for (auto method : {RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+    auto options = InverseRootOptions().method(method).epsilon(0.0).relative_epsilon(relative);
+    options.scaling().method(Scaling::Frobenius);
+    EXPECT_LE(max_relative_error(inverse_root(spectrum.matrices.to(at::kFloat), 4, options), reference), 1e-4)
+        << to_string(method);
+  }
+}
+
 }  // namespace
 }  // namespace dash

@@ -105,6 +105,22 @@ TEST(ChooseRootMethod, DirectionsWithoutEnergyDoNotCount) {
       trial_of(choice, RootMethod::EVD).error, weighted_error(evd_root, reference, square_root(spectrum)), 1e-4);
 }
 
+// With relative_epsilon the target is the ridged root (A + ε_rel·λ_max·I)^{-1/p}:
+// EVD computes exactly that, so its error is float32 rounding, not the distance to
+// the unridged root (which is large here: a third of the spectrum lies below the ridge).
+TEST(ChooseRootMethod, ErrorIsMeasuredAgainstTheRootWithItsRelativeRidge) {
+  auto spectrum = testing::log_spaced_spectrum(3, 32, 1e6, 13);
+  const double relative = 1e-2;
+  InverseRootWorkspace workspace;
+  auto options = InverseRootOptions().epsilon(0.0).relative_epsilon(relative);
+  auto choice = choose_root_method(spectrum.matrices.to(at::kFloat), 4, options, workspace);
+  const auto& evd = trial_of(choice, RootMethod::EVD);
+  const auto ridged = testing::reference_inverse_root(spectrum, relative * 1.0, 4);  // λ_max = 1
+  const auto unridged = testing::reference_inverse_root(spectrum, 0.0, 4);
+  EXPECT_GT(weighted_error(ridged, unridged, square_root(spectrum)), 0.1);  // the two targets differ
+  EXPECT_LE(evd.error, 1e-4);
+}
+
 TEST(ChooseRootMethod, WithoutAnAccurateEnoughMethodTakesTheMostAccurate) {
   auto spectrum = testing::log_spaced_spectrum(4, 32, 1e2, /*seed=*/14);
   InverseRootWorkspace workspace;
