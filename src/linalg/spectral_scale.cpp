@@ -71,7 +71,6 @@ at::Tensor spectral_scale(
   TORCH_CHECK(matrices.dim() == 2 || matrices.dim() == 3,
       "dash::estimate_spectral_scale: expected a (b, b) matrix or an (N, b, b) stack, got ", matrices.dim(),
       " dimensions");
-  check_solver_options(options);
   const bool single = matrices.dim() == 2;
   auto a = single ? matrices.unsqueeze(0) : matrices;
   // Divide by the largest entry first: squares of entries above ~1e19 overflow
@@ -99,6 +98,7 @@ at::Tensor spectral_scale(
 
 at::Tensor estimate_spectral_scale(
     const at::Tensor& matrices, const SpectralScaleOptions& options, MatmulPrecision precision) {
+  check_solver_options(options);  // inverse_root() checks them with the rest of its options
   linalg::Scratch scratch;
   return linalg::spectral_scale(matrices, options, precision, scratch);
 }

@@ -11,51 +11,37 @@
 namespace dash::optim {
 namespace {
 
-// P_g = Ĝ / (√(A / c) + ε_g), with c the statistic's bias correction (1: none).
-void divide_by_root_of_statistic(
-    const at::Tensor& ghat, const at::Tensor& statistic, const at::Tensor& correction, double eps, at::Tensor& out) {
-  if (correction.defined()) {
-    at::div_out(out, statistic, correction);
-    out.sqrt_();
-  } else {
-    at::sqrt_out(out, statistic);
-  }
-  out.add_(eps);
-  at::div_out(out, ghat, out);
-}
-
-// A ← β_g A + (1 − β_g) G², bias-corrected.
-class AdamGrafting final : public Grafting {
+// P_g = Ĝ / (√(A / c) + ε_g) from a second-moment statistic A of the gradient:
+// Adam A ← β_g A + (1 − β_g) G² with c its bias correction, RMSprop the same EMA
+// with c = 1, AdaGrad A ← A + G² with c = 1.
+class SecondMomentGrafting final : public Grafting {
  public:
+  SecondMomentGrafting(bool exponential_average, bool bias_corrected)
+      : exponential_average_(exponential_average), bias_corrected_(bias_corrected) {}
+
   bool keeps_statistic() const override { return true; }
+
   void direction(const at::Tensor& grad, const at::Tensor& ghat, MomentState& state, const StepHyper& hyper,
       at::Tensor& out) const override {
-    state.graft_stat.mul_(hyper.beta_graft).addcmul_(grad, grad, 1.0 - hyper.beta_graft);
-    divide_by_root_of_statistic(ghat, state.graft_stat,
-        bias_correction(hyper.beta_graft, state.steps, hyper.bias_correction), hyper.eps_graft, out);
+    auto& statistic = state.graft_stat;
+    if (exponential_average_) {
+      statistic.mul_(hyper.beta_graft).addcmul_(grad, grad, 1.0 - hyper.beta_graft);
+    } else {
+      statistic.addcmul_(grad, grad);
+    }
+    if (bias_corrected_) {
+      at::div_out(out, statistic, bias_correction(hyper.beta_graft, state.steps, hyper.bias_correction));
+      out.sqrt_();
+    } else {
+      at::sqrt_out(out, statistic);
+    }
+    out.add_(hyper.eps_graft);
+    at::div_out(out, ghat, out);
   }
-};
 
-// A ← β_g A + (1 − β_g) G², not bias-corrected.
-class RMSpropGrafting final : public Grafting {
- public:
-  bool keeps_statistic() const override { return true; }
-  void direction(const at::Tensor& grad, const at::Tensor& ghat, MomentState& state, const StepHyper& hyper,
-      at::Tensor& out) const override {
-    state.graft_stat.mul_(hyper.beta_graft).addcmul_(grad, grad, 1.0 - hyper.beta_graft);
-    divide_by_root_of_statistic(ghat, state.graft_stat, at::Tensor(), hyper.eps_graft, out);
-  }
-};
-
-// A ← A + G².
-class AdaGradGrafting final : public Grafting {
- public:
-  bool keeps_statistic() const override { return true; }
-  void direction(const at::Tensor& grad, const at::Tensor& ghat, MomentState& state, const StepHyper& hyper,
-      at::Tensor& out) const override {
-    state.graft_stat.addcmul_(grad, grad);
-    divide_by_root_of_statistic(ghat, state.graft_stat, at::Tensor(), hyper.eps_graft, out);
-  }
+ private:
+  bool exponential_average_;
+  bool bias_corrected_;
 };
 
 // P_g = Ĝ (a copy: the caller may reuse Ĝ's buffer for the preconditioned update).
@@ -77,9 +63,9 @@ class NoGrafting final : public SGDGrafting {
 }  // namespace
 
 const Grafting& grafting_for(GraftingType type) {
-  static const AdamGrafting adam;
-  static const RMSpropGrafting rmsprop;
-  static const AdaGradGrafting adagrad;
+  static const SecondMomentGrafting adam(/*exponential_average=*/true, /*bias_corrected=*/true);
+  static const SecondMomentGrafting rmsprop(/*exponential_average=*/true, /*bias_corrected=*/false);
+  static const SecondMomentGrafting adagrad(/*exponential_average=*/false, /*bias_corrected=*/false);
   static const SGDGrafting sgd;
   static const NoGrafting none;
   switch (type) {

@@ -1,11 +1,12 @@
 #pragma once
 
 // Grafting (spec §4 step 6): the direction P_g whose per-block Frobenius norm the
-// Shampoo update is given. One small class per GraftingType, the way Distributed
-// Shampoo gives each grafting type its own config and preconditioner; the step
-// (block_update.h) only asks the interface. To add a type: a GraftingType value and
-// its name (<dash/optimizer_options.h>, option_names.cpp), a class in grafting.cpp,
-// and its line in grafting_for().
+// Shampoo update is given. One Grafting per GraftingType (the second-moment types
+// share a class), the way Distributed Shampoo gives each grafting type its own
+// config and preconditioner; the step (block_update.h) only asks the interface. To
+// add a type: a GraftingType value and its name (<dash/optimizer_options.h>,
+// option_names.cpp), an instance (or a class) in grafting.cpp, and its line in
+// grafting_for().
 
 #include <dash/optimizer_options.h>
 
