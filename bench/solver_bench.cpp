@@ -227,7 +227,8 @@ void print_header(const Settings& settings) {
   std::cout << "dash-bench solvers: device " << settings.device << ", LibTorch threads " << at::get_num_threads()
             << ", hardware threads " << std::thread::hardware_concurrency() << ", p = " << settings.p
             << ", spectrum log-spaced with condition " << scientific(settings.condition) << ", epsilon "
-            << settings.epsilon << ", defaults otherwise (10 Newton steps, degree 40, 10 power steps × 16 vectors)\n";
+            << settings.epsilon << ", defaults otherwise (10 Newton steps, degree 40, 10 power steps × 16 vectors)\n"
+            << "eigh/QR of a stack: " << lapack_plan_description(settings.device) << "\n";
   if (settings.warm_start) {
     std::cout << "warm start: each matrix after " << settings.ema_steps << " EMA steps (beta " << settings.ema_beta
               << ") of gradients with its own second moment; evd-warm starts from the eigenbasis before them\n";

@@ -350,13 +350,15 @@ int run_step_bench(const std::vector<std::string>& args) {
 
   std::cout << "dash-bench step: " << model.name << " (" << model.shapes.size() << " tensors, "
             << fixed(static_cast<double>(model.numel()) / 1e6, 1) << " M parameters), B = " << arguments.text("block")
-            << ", device " << device << ", LibTorch threads " << at::get_num_threads() << "\n";
+            << ", device " << device << ", LibTorch threads " << at::get_num_threads() << "\n"
+            << "eigh/QR of a stack: " << lapack_plan_description(device) << "\n";
   nlohmann::json report;
   report["command"] = "step";
   report["model"] = model.name;
   report["parameters"] = model.numel();
   report["block_size"] = arguments.integer("block");
   report["device"] = device.str();
+  report["stack_lapack"] = lapack_plan_description(device);
   report["rows"] = nlohmann::json::array();
 
   for (const int64_t frequency : arguments.integers("frequencies")) {

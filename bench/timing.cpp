@@ -1,6 +1,7 @@
 #include "timing.h"
 
 #include "common/device_clock.h"
+#include "linalg/stack_lapack.h"
 
 #include <ATen/ATen.h>
 
@@ -52,6 +53,11 @@ double bmm_gflops(int64_t count, int64_t b, at::ScalarType dtype, const at::Devi
   auto timing = time_it([&] { return at::bmm_out(out, a, y); }, warmup, repetitions);
   // The best of the repetitions: a ceiling, which a noisy machine only lowers.
   return 2.0 * static_cast<double>(count * b * b * b) / (timing.min_ms * 1e6);
+}
+
+std::string lapack_plan_description(const at::Device& device) {
+  // A stack as large as any: the plan's worker count is then the BLAS's thread count.
+  return linalg::stack_lapack_plan(/*matrices=*/1 << 20, device).description;
 }
 
 }  // namespace dash::bench

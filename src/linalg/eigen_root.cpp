@@ -3,6 +3,7 @@
 
 #include "linalg/batched_matmul.h"
 #include "linalg/solvers.h"
+#include "linalg/stack_lapack.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -11,18 +12,21 @@
 
 namespace dash::linalg {
 
-// One batched eigh; if LAPACK/cuSOLVER fails in float32, once more in float64
+// eigh of the stack; if LAPACK/cuSOLVER fails in float32, once more in float64
 // (spec §5: "if eigh fails, retry in float64").
-std::tuple<at::Tensor, at::Tensor> batched_eigh(const at::Tensor& a) {
+at::Tensor batched_eigh(const at::Tensor& a, const at::Tensor& vectors) {
   try {
-    return at::linalg_eigh(a);
+    return stack_eigh(a, vectors);
   } catch (const c10::Error& first_failure) {
     TORCH_CHECK(a.scalar_type() != at::kDouble,
         "dash::inverse_root: eigh failed in float64: ", first_failure.what_without_backtrace());
     TORCH_WARN("dash::inverse_root: eigh failed in float32, retrying in float64");
     try {
-      auto [values, vectors] = at::linalg_eigh(a.to(at::kDouble));
-      return {values.to(a.scalar_type()), vectors.to(a.scalar_type())};
+      auto wide = a.to(at::kDouble);
+      auto wide_vectors = column_major_view(at::empty_like(wide, at::MemoryFormat::Contiguous));
+      auto values = stack_eigh(wide, wide_vectors);
+      vectors.copy_(wide_vectors);
+      return values.to(a.scalar_type());
     } catch (const c10::Error& second_failure) {
       TORCH_CHECK(false,
           "dash::inverse_root: eigh failed in float32 and in float64: ", second_failure.what_without_backtrace());
@@ -58,10 +62,15 @@ at::Tensor repaired_inverse_power(
 }  // namespace
 
 at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vectors, const at::Tensor& epsilon,
-    int64_t p, EigenHeuristic heuristic, MatmulPrecision precision, Scratch& scratch) {
-  auto weights = repaired_inverse_power(values, epsilon.squeeze(-1), p, heuristic);
-  // Q · diag(w) · Qᵀ as one batched matmul of (Q scaled by columns) and Qᵀ.
-  return matmul(vectors * weights.unsqueeze(1), vectors.transpose(1, 2), precision, scratch);
+    int64_t p, EigenHeuristic heuristic, MatmulPrecision precision, at::Tensor scaled, Scratch& scratch) {
+  // f^{1/2} = λ^{-1/(2p)} after the repair: the repaired f is ≥ 0 (a power of a
+  // positive number, or 0 for PseudoInverse's dropped eigenvalues).
+  auto half_weights = repaired_inverse_power(values, epsilon.squeeze(-1), p, heuristic).sqrt_();
+  // S Sᵀ = Q diag(f) Qᵀ: one batched matmul, and S overwrites Q where the caller
+  // no longer needs Q (no third stack-sized buffer; the root is symmetric by
+  // construction).
+  at::mul_out(scaled, vectors, half_weights.unsqueeze(1));
+  return matmul(scaled, scaled.transpose(1, 2), precision, scratch);
 }
 
 }  // namespace dash::linalg

@@ -7,6 +7,7 @@
 #include "linalg/batched_matmul.h"
 #include "linalg/scratch.h"
 #include "linalg/solvers.h"
+#include "linalg/stack_lapack.h"
 #include "linalg/stack_reductions.h"
 
 #include <ATen/ATen.h>
@@ -83,17 +84,22 @@ at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int
     case RootMethod::EVD: {
       at::Tensor values;
       at::Tensor vectors;
+      at::Tensor scaled;  // the eigenvectors scaled to S = Q diag(√f): Q's own buffer unless Q is kept
       if (basis != nullptr) {
         // Eigenvectors do not depend on the scale s, so the basis carries over
         // between computations whatever s each one had.
         values = linalg::refresh_eigenbasis(normalized, epsilon, p, options.eigen(), *basis);
         vectors = basis->vectors;
+        scaled = scratch.empty_like(vectors);
       } else {
-        std::tie(values, vectors) = linalg::batched_eigh(normalized);
+        // LAPACK writes column-major eigenvectors in place (stack_lapack.h).
+        vectors = linalg::column_major_view(scratch.empty_like(normalized));
+        values = linalg::batched_eigh(normalized, vectors);
+        scaled = vectors;
       }
       return linalg::root_from_eigenbasis(values, vectors,
           eigen_regularisation(epsilon, values, options.relative_epsilon()), p, options.eigen().heuristic(),
-          options.precision(), scratch);
+          options.precision(), std::move(scaled), scratch);
     }
     case RootMethod::CoupledNewton:
       return linalg::coupled_newton_root(normalized, p, options.newton(), options.precision(), scratch);

@@ -27,14 +27,18 @@ namespace dash::linalg {
 std::vector<std::vector<OddPolynomial>> newton_db_schedule(
     int64_t p, const NewtonOptions& newton, const NewtonDBOptions& options, MatmulPrecision precision);
 
-/// Eigenvalues (N, b) and eigenvectors (N, b, b) by one batched eigh, retried in
-/// float64 if it fails in float32.
-std::tuple<at::Tensor, at::Tensor> batched_eigh(const at::Tensor& a);
+/// Eigenvalues (N, b), returned, and eigenvectors, written into `vectors` (N, b, b;
+/// column-major matrices are written in place, stack_lapack.h), by eigh of the
+/// stack, retried in float64 if it fails in float32.
+at::Tensor batched_eigh(const at::Tensor& a, const at::Tensor& vectors);
 
 /// Q · diag(f(λ)) · Qᵀ with f(λ) = λ^{-1/p} after `heuristic`'s repair: EVD's root.
-/// `epsilon` (N, 1, 1) is the regularisation in normalised units (ε/s).
+/// `epsilon` (N, 1, 1) is the regularisation in normalised units (ε/s). The root is
+/// S·Sᵀ with S = Q · diag(√f(λ)) (every heuristic gives f ≥ 0), formed in
+/// `scaled`, which may be `vectors` itself (then overwritten) or a buffer of its
+/// shape.
 at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vectors, const at::Tensor& epsilon,
-    int64_t p, EigenHeuristic heuristic, MatmulPrecision precision, Scratch& scratch);
+    int64_t p, EigenHeuristic heuristic, MatmulPrecision precision, at::Tensor scaled, Scratch& scratch);
 
 /// Updates `basis` to an eigenbasis of each matrix of `a` (N, b, b), warm-started
 /// from the previous one (warm_eigen.cpp), judged by the error of the root

@@ -1,0 +1,147 @@
+#include "linalg/stack_lapack.h"
+
+#include <ATen/ATen.h>
+#include <ATen/ThreadLocalState.h>
+#include <c10/core/Device.h>
+
+#include <algorithm>
+#include <exception>
+#include <mutex>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <dlfcn.h>
+#define DASH_HAVE_DLSYM 1
+#endif
+
+namespace dash::linalg {
+namespace {
+
+// OpenBLAS's threading controls, looked up at run time: LibTorch links OpenBLAS,
+// MKL or Accelerate depending on the build, and only OpenBLAS exports these.
+struct OpenBlasThreads {
+  int (*get_parallel)() = nullptr;  // 0 sequential, 1 pthreads, 2 OpenMP
+  int (*get_threads)() = nullptr;
+  void (*set_threads)(int) = nullptr;
+
+  static constexpr int kPthreads = 1;
+
+  bool controllable() const {
+    return get_parallel != nullptr && get_threads != nullptr && set_threads != nullptr &&
+           get_parallel() == kPthreads;
+  }
+};
+
+const OpenBlasThreads& openblas() {
+  static const OpenBlasThreads symbols = [] {
+    OpenBlasThreads found;
+#ifdef DASH_HAVE_DLSYM
+    found.get_parallel = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_parallel"));
+    found.get_threads = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+    found.set_threads = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"));
+#endif
+    return found;
+  }();
+  return symbols;
+}
+
+// OpenBLAS's thread count is process-wide: two stacks split at once (two
+// optimizers stepping in two threads) would restore each other's setting early.
+std::mutex& blas_threads_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+// Sets OpenBLAS to one thread for its lifetime and restores the count it found.
+class SingleThreadedBlas {
+ public:
+  explicit SingleThreadedBlas(int previous) : previous_(previous) { openblas().set_threads(1); }
+  ~SingleThreadedBlas() { openblas().set_threads(previous_); }
+  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
+  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
+
+ private:
+  int previous_;
+};
+
+int64_t workers_for(int64_t matrices, int blas_threads) {
+  return std::max<int64_t>(1, std::min<int64_t>(matrices, blas_threads));
+}
+
+}  // namespace
+
+StackLapackPlan stack_lapack_plan(int64_t matrices, const at::Device& device) {
+  if (!device.is_cpu()) return {1, "one call per stack (not a CPU tensor)"};
+  const auto& blas = openblas();
+  if (!blas.controllable()) return {1, "one call per stack (the BLAS is not a pthreads OpenBLAS)"};
+  const int threads = blas.get_threads();
+  if (threads <= 1) return {1, "one call per stack (OpenBLAS runs 1 thread)"};
+  const auto workers = workers_for(matrices, threads);
+  return {workers, std::to_string(workers) + " ranges at once of " + std::to_string(threads) +
+                       " OpenBLAS threads, each single-threaded"};
+}
+
+void for_each_stack_range(const at::Tensor& stack, const std::function<void(int64_t first, int64_t last)>& solve) {
+  const int64_t count = stack.size(0);
+  const auto& blas = openblas();
+  if (count == 0 || !stack.device().is_cpu() || !blas.controllable()) return solve(0, count);
+
+  std::lock_guard<std::mutex> lock(blas_threads_mutex());
+  const int threads = blas.get_threads();
+  if (threads <= 1) return solve(0, count);
+  const SingleThreadedBlas single_threaded(threads);
+  const auto workers = workers_for(count, threads);
+  const auto first_of = [&](int64_t worker) { return count * worker / workers; };
+
+  const at::ThreadLocalState caller_state;
+  std::vector<std::exception_ptr> failures(static_cast<size_t>(workers));
+  const auto run = [&](int64_t worker) {
+    try {
+      const at::ThreadLocalStateGuard state_guard(caller_state);
+      solve(first_of(worker), first_of(worker + 1));
+    } catch (...) {
+      failures[static_cast<size_t>(worker)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> helpers;
+  helpers.reserve(static_cast<size_t>(workers - 1));
+  int64_t started = 1;
+  try {
+    for (; started < workers; ++started) helpers.emplace_back(run, started);
+  } catch (const std::system_error&) {
+    // No thread to be had: the caller's thread takes the ranges left over.
+  }
+  run(0);
+  for (int64_t worker = started; worker < workers; ++worker) run(worker);
+  for (auto& helper : helpers) helper.join();
+  for (const auto& failure : failures) {
+    if (failure) std::rethrow_exception(failure);
+  }
+}
+
+at::Tensor stack_eigh(const at::Tensor& stack, const at::Tensor& vectors) {
+  auto values = at::empty({stack.size(0), stack.size(-1)}, stack.options());
+  for_each_stack_range(stack, [&](int64_t first, int64_t last) {
+    auto range_values = values.slice(0, first, last);
+    auto range_vectors = vectors.slice(0, first, last);
+    at::linalg_eigh_out(range_values, range_vectors, stack.slice(0, first, last));
+  });
+  return values;
+}
+
+at::Tensor column_major_view(const at::Tensor& buffer) { return buffer.transpose(-2, -1); }
+
+std::tuple<at::Tensor, at::Tensor> stack_qr(const at::Tensor& stack) {
+  auto q = column_major_view(at::empty_like(stack, at::MemoryFormat::Contiguous));
+  auto r = at::empty_like(stack, at::MemoryFormat::Contiguous);
+  for_each_stack_range(stack, [&](int64_t first, int64_t last) {
+    auto range_q = q.slice(0, first, last);
+    auto range_r = r.slice(0, first, last);
+    at::linalg_qr_out(range_q, range_r, stack.slice(0, first, last));
+  });
+  return {q, r};
+}
+
+}  // namespace dash::linalg

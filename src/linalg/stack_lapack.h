@@ -1,0 +1,68 @@
+#pragma once
+
+// LAPACK over a CPU stack: one contiguous range of matrices per core, each range
+// solved with a single-threaded BLAS.
+//
+// A LAPACK call on one b × b matrix (b ≤ 1024) gains little or nothing from a
+// second BLAS thread: eigh's reduction to tridiagonal form is matrix–vector work,
+// and the threads mostly wait for each other. Measured on this project's 2-core
+// machine (docs/benchmarks.md, "eigh across the cores"): 648 eigh of 256² took
+// 3.36 s as one batched call with OpenBLAS's 2 threads, 2.55 s with 1 thread, and
+// 1.26 s with one single-threaded range per core. A stack's independent matrices
+// are the parallelism a CPU can use; a per-block loop (Distributed Shampoo) has
+// no such choice.
+//
+// Every matrix is solved with a single-threaded BLAS whenever the split is on, a
+// stack of one included, so that a matrix's result does not depend on the stack
+// it is in (batched and per-block roots stay equal bit for bit).
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <tuple>
+
+namespace dash::linalg {
+
+/// How this process runs a stack's LAPACK work: `workers` ranges at once (1: one
+/// call on the whole stack, with the BLAS's own threads), and why, in words.
+struct StackLapackPlan {
+  int64_t workers = 1;
+  std::string description;
+};
+
+/// The plan for a stack of `matrices` on `device`. The split needs a CPU tensor and
+/// a pthreads OpenBLAS (Debian's LibTorch, aarch64 wheels) configured for more than
+/// one thread: its thread count, read at call time, is the number of cores it
+/// would use, and each of min(matrices, threads) workers takes one of them. Other
+/// BLAS libraries (MKL, Accelerate, an OpenMP OpenBLAS, whose thread setting is
+/// OpenMP's, which ATen shares) cannot be made single-threaded for one call
+/// without side effects, so they keep one call.
+StackLapackPlan stack_lapack_plan(int64_t matrices, const at::Device& device);
+
+/// Runs `solve(first, last)` over ranges [first, last) that cover [0, stack.size(0))
+/// once, as stack_lapack_plan() says: min(N, threads) contiguous ranges at once,
+/// each on its own thread (the caller's thread takes the first) with ATen's
+/// thread-local state (grad mode, profiler) and a single-threaded BLAS, which is
+/// restored afterwards; otherwise solve(0, N) on the caller's thread. `solve`
+/// writes its results into the caller's outputs at [first, last). An exception in
+/// any range is rethrown here after every range has finished.
+void for_each_stack_range(const at::Tensor& stack, const std::function<void(int64_t first, int64_t last)>& solve);
+
+/// at::linalg_eigh of an (N, b, b) stack through for_each_stack_range(): returns
+/// the eigenvalues (N, b), ascending, and writes the eigenvectors (columns) into
+/// `vectors` (N, b, b). LAPACK overwrites its input with the eigenvectors, so a
+/// `vectors` whose matrices are column-major (a transposed contiguous buffer,
+/// column_major_like()) is worked in place; any other layout costs a temporary
+/// and a copy.
+at::Tensor stack_eigh(const at::Tensor& stack, const at::Tensor& vectors);
+
+/// A (N, b, b) view of `buffer` (contiguous, the stack's shape) whose matrices are
+/// column-major: what LAPACK writes without a copy.
+at::Tensor column_major_view(const at::Tensor& buffer);
+
+/// at::linalg_qr (reduced) of an (N, b, b) stack through for_each_stack_range(): Q, R.
+std::tuple<at::Tensor, at::Tensor> stack_qr(const at::Tensor& stack);
+
+}  // namespace dash::linalg
