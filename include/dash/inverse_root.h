@@ -30,6 +30,10 @@ struct Eigenbasis;
 /// Non-finite input: a matrix with a NaN or Inf entry yields an all-NaN root, and
 /// `finite` is false for it in inverse_root_with_diagnostics; the other matrices of
 /// the stack are unaffected. No error is raised, so a stack never needs a host sync.
+///
+/// EVD on a CPU with a pthreads OpenBLAS splits the stack into one range per
+/// OpenBLAS thread, each solved single-threaded, and two such calls in different
+/// threads run one after the other.
 at::Tensor inverse_root(const at::Tensor& matrices, int64_t p, const InverseRootOptions& options = {});
 
 /// Memory that inverse_root() reuses from one call to the next: the iterative

@@ -1,5 +1,6 @@
 // Inverse root by symmetric eigendecomposition (spec §5, "EVD"): the baseline
-// of Distributed Shampoo, batched here over the whole stack in one eigh call.
+// of Distributed Shampoo, here over the whole stack at once (one batched call on
+// a GPU; on a CPU one range of the stack per core, stack_lapack.h).
 
 #include "linalg/batched_matmul.h"
 #include "linalg/solvers.h"
@@ -67,8 +68,7 @@ at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vect
   // positive number, or 0 for PseudoInverse's dropped eigenvalues).
   auto half_weights = repaired_inverse_power(values, epsilon.squeeze(-1), p, heuristic).sqrt_();
   // S Sᵀ = Q diag(f) Qᵀ: one batched matmul, and S overwrites Q where the caller
-  // no longer needs Q (no third stack-sized buffer; the root is symmetric by
-  // construction).
+  // no longer needs Q (no third stack-sized buffer).
   at::mul_out(scaled, vectors, half_weights.unsqueeze(1));
   return matmul(scaled, scaled.transpose(1, 2), precision, scratch);
 }

@@ -1,13 +1,13 @@
 #include "linalg/stack_lapack.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/ThreadLocalState.h>
 #include <c10/core/Device.h>
 
 #include <algorithm>
 #include <exception>
 #include <mutex>
-#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -45,6 +45,18 @@ const OpenBlasThreads& openblas() {
     return found;
   }();
   return symbols;
+}
+
+// A helper thread's own OpenMP team size. ATen's parallel loops in a new thread
+// open teams of ATen's thread count: T helpers × T threads on a T-core machine.
+// Each helper does a range of matrices, so its copies run on its own core; the
+// setting is per thread (OpenMP's nthreads ICV) and dies with the helper.
+void single_threaded_aten_in_this_thread() {
+#ifdef DASH_HAVE_DLSYM
+  static const auto set_omp_threads = reinterpret_cast<void (*)(int)>(dlsym(RTLD_DEFAULT, "omp_set_num_threads"));
+  at::internal::lazy_init_num_threads();  // ATen's first parallel loop would reset the team size
+  if (set_omp_threads != nullptr) set_omp_threads(1);
+#endif
 }
 
 // OpenBLAS's thread count is process-wide: two stacks split at once (two
@@ -99,6 +111,7 @@ void for_each_stack_range(const at::Tensor& stack, const std::function<void(int6
   std::vector<std::exception_ptr> failures(static_cast<size_t>(workers));
   const auto run = [&](int64_t worker) {
     try {
+      if (worker > 0) single_threaded_aten_in_this_thread();
       const at::ThreadLocalStateGuard state_guard(caller_state);
       solve(first_of(worker), first_of(worker + 1));
     } catch (...) {
@@ -110,8 +123,9 @@ void for_each_stack_range(const at::Tensor& stack, const std::function<void(int6
   int64_t started = 1;
   try {
     for (; started < workers; ++started) helpers.emplace_back(run, started);
-  } catch (const std::system_error&) {
-    // No thread to be had: the caller's thread takes the ranges left over.
+  } catch (...) {
+    // No thread to be had (std::system_error, std::bad_alloc): the caller's thread
+    // takes the ranges left over.
   }
   run(0);
   for (int64_t worker = started; worker < workers; ++worker) run(worker);
@@ -134,8 +148,9 @@ at::Tensor stack_eigh(const at::Tensor& stack, const at::Tensor& vectors) {
 at::Tensor column_major_view(const at::Tensor& buffer) { return buffer.transpose(-2, -1); }
 
 std::tuple<at::Tensor, at::Tensor> stack_qr(const at::Tensor& stack) {
+  // Both column-major, as LAPACK writes them: no temporaries, no copies.
   auto q = column_major_view(at::empty_like(stack, at::MemoryFormat::Contiguous));
-  auto r = at::empty_like(stack, at::MemoryFormat::Contiguous);
+  auto r = column_major_view(at::empty_like(stack, at::MemoryFormat::Contiguous));
   for_each_stack_range(stack, [&](int64_t first, int64_t last) {
     auto range_q = q.slice(0, first, last);
     auto range_r = r.slice(0, first, last);

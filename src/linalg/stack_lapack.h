@@ -5,16 +5,21 @@
 //
 // A LAPACK call on one b × b matrix (b ≤ 1024) gains little or nothing from a
 // second BLAS thread: eigh's reduction to tridiagonal form is matrix–vector work,
-// and the threads mostly wait for each other. Measured on this project's 2-core
-// machine (docs/benchmarks.md, "eigh across the cores"): 648 eigh of 256² took
-// 3.36 s as one batched call with OpenBLAS's 2 threads, 2.55 s with 1 thread, and
-// 1.26 s with one single-threaded range per core. A stack's independent matrices
-// are the parallelism a CPU can use; a per-block loop (Distributed Shampoo) has
-// no such choice.
+// and the threads mostly wait for each other. A stack's independent matrices are
+// the parallelism a CPU can use (a per-block loop, as in Distributed Shampoo, has
+// none): on this project's 2-core machine the EVD root step of llama-tiny's
+// 648 × 256² stack went from 5.3 s to 2.1 s (docs/benchmarks.md, "eigh across the
+// cores").
 //
 // Every matrix is solved with a single-threaded BLAS whenever the split is on, a
 // stack of one included, so that a matrix's result does not depend on the stack
-// it is in (batched and per-block roots stay equal bit for bit).
+// it is in (batched and per-block roots stay equal bit for bit). The price: a
+// stack of fewer matrices than cores uses fewer cores (one large matrix, b ≥ 2048,
+// one core instead of all).
+//
+// The BLAS thread count is process-wide: while a stack is split, other threads of
+// the process get a single-threaded OpenBLAS too, and two splits run one after
+// the other (a mutex), not at once.
 
 #include <ATen/core/Tensor.h>
 
@@ -33,7 +38,7 @@ struct StackLapackPlan {
 };
 
 /// The plan for a stack of `matrices` on `device`. The split needs a CPU tensor and
-/// a pthreads OpenBLAS (Debian's LibTorch, aarch64 wheels) configured for more than
+/// a pthreads OpenBLAS (Debian's LibTorch) configured for more than
 /// one thread: its thread count, read at call time, is the number of cores it
 /// would use, and each of min(matrices, threads) workers takes one of them. Other
 /// BLAS libraries (MKL, Accelerate, an OpenMP OpenBLAS, whose thread setting is
@@ -45,7 +50,8 @@ StackLapackPlan stack_lapack_plan(int64_t matrices, const at::Device& device);
 /// once, as stack_lapack_plan() says: min(N, threads) contiguous ranges at once,
 /// each on its own thread (the caller's thread takes the first) with ATen's
 /// thread-local state (grad mode, profiler) and a single-threaded BLAS, which is
-/// restored afterwards; otherwise solve(0, N) on the caller's thread. `solve`
+/// restored afterwards; otherwise solve(0, N) on the caller's thread. Not
+/// reentrant: `solve` must not call it. `solve`
 /// writes its results into the caller's outputs at [first, last). An exception in
 /// any range is rethrown here after every range has finished.
 void for_each_stack_range(const at::Tensor& stack, const std::function<void(int64_t first, int64_t last)>& solve);
@@ -54,7 +60,7 @@ void for_each_stack_range(const at::Tensor& stack, const std::function<void(int6
 /// the eigenvalues (N, b), ascending, and writes the eigenvectors (columns) into
 /// `vectors` (N, b, b). LAPACK overwrites its input with the eigenvectors, so a
 /// `vectors` whose matrices are column-major (a transposed contiguous buffer,
-/// column_major_like()) is worked in place; any other layout costs a temporary
+/// column_major_view()) is worked in place; any other layout costs a temporary
 /// and a copy.
 at::Tensor stack_eigh(const at::Tensor& stack, const at::Tensor& vectors);
 
