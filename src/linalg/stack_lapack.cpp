@@ -29,8 +29,7 @@ struct OpenBlasThreads {
   static constexpr int kPthreads = 1;
 
   bool controllable() const {
-    return get_parallel != nullptr && get_threads != nullptr && set_threads != nullptr &&
-           get_parallel() == kPthreads;
+    return get_parallel != nullptr && get_threads != nullptr && set_threads != nullptr && get_parallel() == kPthreads;
   }
 };
 

@@ -120,7 +120,7 @@ TEST(StackLapack, AFailingRangeIsRethrownAfterAllRangesAndTheBlasIsRestored) {
   }
   const auto plan = stack_lapack_plan(6, stack.device());
   EXPECT_EQ(finished, 6 * (plan.workers - 1) / plan.workers);  // every range but the last one
-  EXPECT_EQ(plan.description, before);  // the thread count is back
+  EXPECT_EQ(plan.description, before);                         // the thread count is back
 }
 
 TEST(StackLapack, EighMatchesFloat64AndReconstructsTheStack) {
@@ -163,7 +163,8 @@ TEST(StackLapack, QrFactorsTheStack) {
   EXPECT_LT((at::bmm(q.transpose(1, 2), q) - at::eye(40)).abs().max().item<double>(), 1e-5);
   EXPECT_TRUE(at::equal(r, r.triu()));
   const auto [reference_q, reference_r] = at::linalg_qr(stack.to(at::kDouble));
-  EXPECT_LT((r.to(at::kDouble) - reference_r).abs().max().item<double>(), 1e-4 * reference_r.abs().max().item<double>());
+  EXPECT_LT(
+      (r.to(at::kDouble) - reference_r).abs().max().item<double>(), 1e-4 * reference_r.abs().max().item<double>());
 }
 
 }  // namespace
