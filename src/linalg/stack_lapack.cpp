@@ -110,7 +110,6 @@ void for_each_stack_range(const at::Tensor& stack, const std::function<void(int6
   std::vector<std::exception_ptr> failures(static_cast<size_t>(workers));
   const auto run = [&](int64_t worker) {
     try {
-      if (worker > 0) single_threaded_aten_in_this_thread();
       const at::ThreadLocalStateGuard state_guard(caller_state);
       solve(first_of(worker), first_of(worker + 1));
     } catch (...) {
@@ -121,7 +120,12 @@ void for_each_stack_range(const at::Tensor& stack, const std::function<void(int6
   helpers.reserve(static_cast<size_t>(workers - 1));
   int64_t started = 1;
   try {
-    for (; started < workers; ++started) helpers.emplace_back(run, started);
+    for (; started < workers; ++started) {
+      helpers.emplace_back([&run, started] {
+        single_threaded_aten_in_this_thread();  // a helper's setting, not the caller's
+        run(started);
+      });
+    }
   } catch (...) {
     // No thread to be had (std::system_error, std::bad_alloc): the caller's thread
     // takes the ranges left over.
