@@ -86,6 +86,7 @@ struct Settings {
   double ema_beta = 0.95;
   int64_t ema_steps = 10;
   std::vector<double> warm_tolerances;
+  std::string float32_matmuls;  ///< IEEE or TF32 (--tf32)
 };
 
 // The matrices every row of one shape solves, and their float64 reference root.
@@ -220,6 +221,7 @@ Settings read_settings(const Arguments& arguments) {
   settings.ema_beta = arguments.real("ema-beta");
   settings.ema_steps = arguments.integer("ema-steps");
   settings.warm_tolerances = arguments.reals("eigen-tolerances");
+  settings.float32_matmuls = set_float32_matmul_mode(arguments.text("tf32") == "1");
   return settings;
 }
 
@@ -228,7 +230,8 @@ void print_header(const Settings& settings) {
             << ", hardware threads " << std::thread::hardware_concurrency() << ", p = " << settings.p
             << ", spectrum log-spaced with condition " << scientific(settings.condition) << ", epsilon "
             << settings.epsilon << ", defaults otherwise (10 Newton steps, degree 40, 10 power steps × 16 vectors)\n"
-            << "eigh/QR of a stack: " << lapack_plan_description(settings.device) << "\n";
+            << "eigh/QR of a stack: " << lapack_plan_description(settings.device)
+            << "; float32 matmuls: " << settings.float32_matmuls << "\n";
   if (settings.warm_start) {
     std::cout << "warm start: each matrix after " << settings.ema_steps << " EMA steps (beta " << settings.ema_beta
               << ") of gradients with its own second moment; evd-warm starts from the eigenbasis before them\n";
@@ -246,7 +249,8 @@ int run_solver_bench(const std::vector<std::string>& args) {
           {"methods", "evd,cn,ndb,chebyshev"}, {"warmup", integer_option("1", 0)}, {"reps", integer_option("3", 1)},
           {"json", output_file_option()}, {"epsilon", real_option("1e-10", 0)}, {"seed", integer_option("0", 0)},
           {"warm-start", integer_option("0", 0, 1)}, {"ema-beta", real_option("0.95", 0, 0.9999)},
-          {"ema-steps", integer_option("10", 1)}, {"eigen-tolerances", real_list_option("0.02,0.05,0.1", 1e-12, 1)}});
+          {"ema-steps", integer_option("10", 1)}, {"eigen-tolerances", real_list_option("0.02,0.05,0.1", 1e-12, 1)},
+          {"tf32", integer_option("0", 0, 1)}});
   const auto shapes = preset_shapes(arguments.text("preset"));
   const auto settings = read_settings(arguments);
   const auto configs = configurations(arguments.list("methods"));
@@ -258,6 +262,7 @@ int run_solver_bench(const std::vector<std::string>& args) {
   report["p"] = settings.p;
   report["condition"] = settings.condition;
   report["epsilon"] = settings.epsilon;
+  report["float32_matmuls"] = settings.float32_matmuls;
   report["warmup"] = settings.warmup;
   report["repetitions"] = settings.repetitions;
   if (settings.warm_start) {

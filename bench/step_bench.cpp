@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <set>
@@ -281,6 +282,8 @@ std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Ar
   return variants;
 }
 
+constexpr const char* kSequentialBaselineLabel = "sequential evd fp32";
+
 std::vector<Configuration> configurations(const Arguments& arguments, int64_t frequency) {
   auto base = DashOptions(1e-3).block_size(arguments.integer("block")).root_frequency(frequency).start_step(1);
   std::vector<Configuration> result;
@@ -288,7 +291,7 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
   if (arguments.text("baseline") == "1") {
     auto sequential =
         DashOptions(base).execution(Execution::Sequential).root(InverseRootOptions().method(RootMethod::EVD));
-    result.push_back({"sequential evd fp32", false, sequential});
+    result.push_back({kSequentialBaselineLabel, false, sequential});
   }
   for (const auto& method_name : arguments.list("methods")) {
     const auto method = parse_root_method(method_name);
@@ -316,6 +319,18 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
   return result;
 }
 
+// "x seq" compares a configuration with the same one run per block
+// (Execution::Sequential) where that was measured too (--executions with
+// sequential), else with the per-block EVD baseline (--baseline 1); 0 if neither.
+double sequential_baseline_ms(const std::string& label, const std::map<std::string, double>& mean_ms_of) {
+  if (label.rfind("adamw", 0) == 0) return 0.0;
+  const auto space = label.find(' ');
+  const auto same_per_block = mean_ms_of.find("sequential" + label.substr(space));
+  if (same_per_block != mean_ms_of.end()) return same_per_block->second;
+  const auto baseline = mean_ms_of.find(kSequentialBaselineLabel);
+  return baseline == mean_ms_of.end() ? 0.0 : baseline->second;
+}
+
 // Builds each DASH configuration once for a probe parameter: an option out of
 // range is an error now, not after the configurations before it were measured.
 void check_configurations(const std::vector<Configuration>& configs) {
@@ -337,7 +352,8 @@ int run_step_bench(const std::vector<std::string>& args) {
                 {"profile", integer_option("0", 0, 1)}, {"seed", integer_option("0", 0)},
                 {"interleave", integer_option("0", 0, 1)}, {"executions", "batched,auto"},
                 {"eigen-tolerances", real_list_option("0", 0, 1)}, {"ndb-polynomials", "newton-schulz"},
-                {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)}});
+                {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)}, {"tf32", integer_option("0", 0, 1)}});
+  const auto float32_matmuls = set_float32_matmul_mode(arguments.text("tf32") == "1");
   // Every configuration's names and options, before anything is measured.
   check_configurations(configurations(arguments, 1));
   const auto model = arguments.text("shapes").empty()
@@ -351,7 +367,8 @@ int run_step_bench(const std::vector<std::string>& args) {
   std::cout << "dash-bench step: " << model.name << " (" << model.shapes.size() << " tensors, "
             << fixed(static_cast<double>(model.numel()) / 1e6, 1) << " M parameters), B = " << arguments.text("block")
             << ", device " << device << ", LibTorch threads " << at::get_num_threads() << "\n"
-            << "eigh/QR of a stack: " << lapack_plan_description(device) << "\n";
+            << "eigh/QR of a stack: " << lapack_plan_description(device) << "; float32 matmuls: " << float32_matmuls
+            << std::endl;  // before a long run, and whatever becomes of it
   nlohmann::json report;
   report["command"] = "step";
   report["model"] = model.name;
@@ -359,24 +376,29 @@ int run_step_bench(const std::vector<std::string>& args) {
   report["block_size"] = arguments.integer("block");
   report["device"] = device.str();
   report["stack_lapack"] = lapack_plan_description(device);
+  report["float32_matmuls"] = float32_matmuls;
   report["rows"] = nlohmann::json::array();
 
   for (const int64_t frequency : arguments.integers("frequencies")) {
     // Timed steps: a whole number of root periods, so the mean is the amortised cost.
     const int steps = arguments.integer("steps") > 0 ? static_cast<int>(arguments.integer("steps"))
                                                      : static_cast<int>(std::max<int64_t>(frequency, 3));
-    std::cout << "\nf = " << frequency << ", " << warmup << " warm-up + " << steps << " timed steps\n";
+    std::cout << "\nf = " << frequency << ", " << warmup << " warm-up + " << steps << " timed steps" << std::endl;
     std::printf("%-30s %9s %9s %9s %8s %7s %7s %8s %8s %7s %8s %8s\n", "configuration", "ms/step", "non-root", "root",
         "floor", "x floor", "x seq", "x adamw", "GFLOP/s", "%ceil", "state MB", "work MB");
-    double adamw_ms = 0.0, sequential_ms = 0.0;
     const auto configs = configurations(arguments, frequency);
     const auto measurements =
         measure_all(configs, model, device, seed, warmup, steps, profile, arguments.text("interleave") == "1");
+    double adamw_ms = 0.0;
+    std::map<std::string, double> mean_ms_of;
+    for (size_t c = 0; c < configs.size(); ++c) {
+      if (configs[c].adamw) adamw_ms = measurements[c].mean_ms;
+      mean_ms_of[configs[c].label] = measurements[c].mean_ms;
+    }
     for (size_t c = 0; c < configs.size(); ++c) {
       const auto& config = configs[c];
       auto m = measurements[c];
-      if (config.adamw) adamw_ms = m.mean_ms;
-      if (config.label.rfind("sequential", 0) == 0) sequential_ms = m.mean_ms;
+      const double sequential_ms = sequential_baseline_ms(config.label, mean_ms_of);
       const double gflops = m.flops / (m.mean_ms * 1e6);
       auto or_dash = [&](bool known, const std::string& text) { return known ? text : std::string("-"); };
       std::printf("%-30s %9s %9s %9s %8s %7s %7s %8s %8s %7s %8s %8s\n", config.label.c_str(),

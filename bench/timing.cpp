@@ -60,4 +60,9 @@ std::string lapack_plan_description(const at::Device& device) {
   return linalg::stack_lapack_plan(/*matrices=*/1 << 20, device).description;
 }
 
+std::string set_float32_matmul_mode(bool allow_tf32) {
+  at::globalContext().setFloat32MatmulPrecision(allow_tf32 ? "high" : "highest");
+  return allow_tf32 ? "TF32 allowed (float32 matmul precision 'high')" : "IEEE float32";
+}
+
 }  // namespace dash::bench

@@ -36,4 +36,9 @@ double bmm_gflops(int64_t count, int64_t b, at::ScalarType dtype, const at::Devi
 /// How a stack's eigh and QR run on `device` (src/linalg/stack_lapack.h), in words.
 std::string lapack_plan_description(const at::Device& device);
 
+/// `--tf32 1`: float32 matmuls may run as TF32 on tensor cores, as the paper's
+/// "fp32" GPU rows did (LibTorch's default keeps IEEE float32). Sets it
+/// process-wide and returns it in words for the report.
+std::string set_float32_matmul_mode(bool allow_tf32);
+
 }  // namespace dash::bench

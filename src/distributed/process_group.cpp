@@ -9,8 +9,17 @@
 #include "distributed/c10d_compat.h"
 
 #include <c10/util/Exception.h>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+// PyTorch's pip wheels ship LibTorch without Gloo's own headers, which
+// ProcessGroupGloo.hpp includes: there dash builds without making Gloo groups
+// itself (Python users pass torch.distributed's group; NCCL is unaffected).
+#if __has_include(<gloo/algorithm.h>)
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#define DASH_HAS_GLOO_HEADERS 1
+#else
+#define DASH_HAS_GLOO_HEADERS 0
+#endif
 
 #include <cstdlib>
 #include <string>
@@ -50,11 +59,19 @@ c10::intrusive_ptr<ProcessGroup> make_gloo_process_group(const c10::intrusive_pt
     int64_t world_size, std::chrono::milliseconds timeout, const std::string& hostname) {
   TORCH_CHECK(
       world_size >= 1 && rank >= 0 && rank < world_size, "dash: rank ", rank, " is outside world size ", world_size);
+#if DASH_HAS_GLOO_HEADERS
   auto options = c10d::ProcessGroupGloo::Options::create(timeout);
   options->devices.push_back(hostname.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
                                               : c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
   return c10::make_intrusive<c10d::ProcessGroupGloo>(
       store, static_cast<int>(rank), static_cast<int>(world_size), options);
+#else
+  (void)store, (void)timeout, (void)hostname;
+  TORCH_CHECK(false,
+      "dash: this build of dash cannot make Gloo process groups: the LibTorch it was built against "
+      "has no Gloo headers (gloo/algorithm.h; PyTorch's pip wheels ship none). Pass a process group "
+      "made by torch.distributed, or build against a LibTorch distribution that has them");
+#endif
 }
 
 std::optional<RankEnvironment> rank_environment() {

@@ -10,14 +10,22 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/Context.h>
 #include <gtest/gtest.h>
+#include <torch/serialize.h>
+
+#include <ostream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 namespace dash {
 namespace {
 
+bool cuda_present() { return at::hasCUDA(); }
+
 class Cuda : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
+    if (!cuda_present()) GTEST_SKIP() << "no CUDA device";
   }
 };
 
@@ -41,24 +49,111 @@ TEST_F(Cuda, SolversMatchTheCpu) {
   }
 }
 
-TEST_F(Cuda, OptimizerStepsMatchTheCpu) {
+// A root configuration and how closely a CUDA run must follow the CPU's.
+struct StepCase {
+  std::string name;
+  InverseRootOptions root;
+  double tolerance;
+};
+
+// Test names show the case's name, not its bytes.
+void PrintTo(const StepCase& test_case, std::ostream* out) { *out << test_case.name; }
+
+class CudaSteps : public ::testing::TestWithParam<StepCase> {
+ protected:
+  void SetUp() override {
+    if (!cuda_present()) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+// Twin optimizers on twin parameters (a tiled matrix, a vector, a conv kernel),
+// stepped on the same gradients through three root computations. What is compared
+// is the distance each parameter moved, relative to the largest move: the
+// parameters themselves are dominated by their initial values.
+TEST_P(CudaSteps, MatchTheCpu) {
+  const auto& test_case = GetParam();
   auto generator = at::detail::createCPUGenerator(3);
   std::vector<at::Tensor> cpu = {
       at::randn({40, 24}, generator), at::randn({24}, generator), at::randn({8, 3, 3, 3}, generator)};
-  std::vector<at::Tensor> cuda;
+  std::vector<at::Tensor> initial, cuda;
   for (auto& p : cpu) {
+    initial.push_back(p.clone());
     cuda.push_back(p.to(at::kCUDA).set_requires_grad(true));
     p.set_requires_grad(true);
   }
-  auto options = DashOptions(0.01).block_size(16).start_step(2).root_frequency(2).root(
-      InverseRootOptions().method(RootMethod::EVD));
+  auto options = DashOptions(0.01).block_size(16).start_step(2).root_frequency(2).root(test_case.root);
   Dash cpu_optimizer(cpu, options);
   Dash cuda_optimizer(cuda, options);
   for (int t = 0; t < 6; ++t) testing::step_twins(cpu, cpu_optimizer, cuda, cuda_optimizer, generator);
   for (size_t i = 0; i < cpu.size(); ++i) {
-    auto difference = (cuda[i].detach().cpu() - cpu[i].detach()).abs().max().item<double>();
-    EXPECT_LE(difference / cpu[i].detach().abs().max().item<double>(), 1e-3) << "parameter " << i;
+    const auto cpu_move = cpu[i].detach() - initial[i];
+    const auto cuda_move = cuda[i].detach().cpu() - initial[i];
+    ASSERT_TRUE(at::isfinite(cuda_move).all().item<bool>()) << "parameter " << i;
+    const double largest = cpu_move.abs().max().item<double>();
+    ASSERT_GT(largest, 0.0) << "parameter " << i << " did not move";
+    EXPECT_LE((cuda_move - cpu_move).abs().max().item<double>() / largest, test_case.tolerance) << "parameter " << i;
   }
+  // Every factor stack computed its roots on the device, with the method asked for
+  // (or, for Auto, one it chose).
+  for (const auto& stack : cuda_optimizer.diagnostics().factor_stacks) {
+    EXPECT_EQ(stack.failures, 0);
+    if (test_case.root.method() == RootMethod::Auto) {
+      EXPECT_NE(stack.root_method, RootMethod::Auto) << "no method chosen";
+    } else {
+      EXPECT_EQ(stack.root_method, test_case.root.method());
+    }
+  }
+}
+
+// fp32 paths agree to rounding; 16-bit ones to their precision. Auto may choose
+// another method on CUDA than on the CPU (it times them on the device), so its
+// bound is the gap between methods that meet its accuracy target.
+INSTANTIATE_TEST_SUITE_P(RootConfigurations, CudaSteps,
+    ::testing::Values(StepCase{"evd", InverseRootOptions().method(RootMethod::EVD), 1e-3},
+        StepCase{"evd_warm", InverseRootOptions().method(RootMethod::EVD).eigen(EigenOptions().refresh_tolerance(0.05)),
+            1e-3},
+        StepCase{"ndb_multi_pi", InverseRootOptions().method(RootMethod::NewtonDB), 1e-3},
+        StepCase{"cn_fro",
+            InverseRootOptions()
+                .method(RootMethod::CoupledNewton)
+                .scaling(SpectralScaleOptions().method(Scaling::Frobenius)),
+            1e-3},
+        StepCase{"chebyshev", InverseRootOptions().method(RootMethod::Chebyshev), 1e-3},
+        StepCase{"ndb_bf16", InverseRootOptions().method(RootMethod::NewtonDB).precision(MatmulPrecision::BF16), 5e-2},
+        StepCase{
+            "cn_fp16", InverseRootOptions().method(RootMethod::CoupledNewton).precision(MatmulPrecision::FP16), 5e-2},
+        StepCase{"auto", InverseRootOptions().method(RootMethod::Auto), 0.2}),
+    [](const ::testing::TestParamInfo<StepCase>& info) { return info.param.name; });
+
+// A checkpoint written on CUDA resumes on CUDA exactly where the run left off.
+TEST_F(Cuda, CheckpointResumesBitForBit) {
+  auto generator = at::detail::createCPUGenerator(5);
+  auto make_params = [&] {
+    return std::vector<at::Tensor>{at::randn({40, 24}, generator).to(at::kCUDA).set_requires_grad(true)};
+  };
+  auto run = make_params();
+  auto resumed = std::vector<at::Tensor>{run[0].detach().clone().set_requires_grad(true)};
+  auto options = DashOptions(0.01).block_size(16).start_step(2).root_frequency(2).root(
+      InverseRootOptions().method(RootMethod::EVD).eigen(EigenOptions().refresh_tolerance(0.05)));
+  Dash optimizer(run, options);
+  auto step_with = [](std::vector<at::Tensor>& params, Dash& dash, const at::Tensor& grad) {
+    params[0].mutable_grad() = grad.to(at::kCUDA);
+    dash.step();
+  };
+  std::vector<at::Tensor> grads;
+  for (int t = 0; t < 8; ++t) grads.push_back(at::randn({40, 24}, generator));
+  for (int t = 0; t < 5; ++t) step_with(run, optimizer, grads[t]);
+
+  std::stringstream checkpoint;
+  torch::save(optimizer, checkpoint);
+  resumed[0].detach().copy_(run[0].detach());
+  Dash restored(resumed, options);
+  torch::load(restored, checkpoint);
+  for (int t = 5; t < 8; ++t) {
+    step_with(run, optimizer, grads[t]);
+    step_with(resumed, restored, grads[t]);
+  }
+  EXPECT_TRUE(at::equal(run[0].detach(), resumed[0].detach()));
 }
 
 }  // namespace

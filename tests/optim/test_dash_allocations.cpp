@@ -15,6 +15,7 @@
 
 #include <iostream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace dash {
@@ -30,10 +31,11 @@ struct StepAllocations {
 
 // Allocations of each of `steps` optimizer steps on fixed shapes (two matrices
 // that tile into 16×16 blocks, one with ragged edges, one vector).
-std::vector<StepAllocations> allocations_per_step(const InverseRootOptions& root, int64_t steps) {
+std::vector<StepAllocations> allocations_per_step(
+    const InverseRootOptions& root, int64_t steps, const at::Device& device) {
   std::vector<at::Tensor> params;
   for (const auto& shape : std::vector<std::vector<int64_t>>{{64, 48}, {40, 37}, {32}}) {
-    params.push_back(at::randn(shape).set_requires_grad(true));
+    params.push_back(at::randn(shape, at::TensorOptions().device(device)).set_requires_grad(true));
   }
   // Batched: Execution::Auto's one-off timing would add a few solves to one root step.
   Dash optimizer(params,
@@ -57,13 +59,19 @@ std::string describe(const std::vector<StepAllocations>& steps) {
   return text;
 }
 
-class StepAllocationsTest : public ::testing::TestWithParam<RootMethod> {};
+// On the CPU everywhere; on CUDA where a device is present (bench/gpu.sh), where
+// the caching allocator still reports every tensor it hands out.
+class StepAllocationsTest : public ::testing::TestWithParam<std::tuple<RootMethod, c10::DeviceType>> {};
 
 TEST_P(StepAllocationsTest, SteadyStateDoesNotGrowWithStepsOrNewtonSteps) {
-  const auto method = GetParam();
+  const auto [method, device_type] = GetParam();
+  if (device_type == c10::DeviceType::CUDA && !at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
+  const at::Device device(device_type);
   // Root steps are 1, 5, 9; the rest only update factors and precondition.
-  const auto few = allocations_per_step(InverseRootOptions().method(method).newton(NewtonOptions().steps(5)), 10);
-  const auto many = allocations_per_step(InverseRootOptions().method(method).newton(NewtonOptions().steps(15)), 10);
+  const auto few =
+      allocations_per_step(InverseRootOptions().method(method).newton(NewtonOptions().steps(5)), 10, device);
+  const auto many =
+      allocations_per_step(InverseRootOptions().method(method).newton(NewtonOptions().steps(15)), 10, device);
   std::cout << "newton_steps 5:\n" << describe(few) << "newton_steps 15:\n" << describe(many);
   const int64_t block_bytes = 16 * 16 * 4;
   for (size_t i = 1; i < few.size(); ++i) {
@@ -86,11 +94,14 @@ TEST_P(StepAllocationsTest, SteadyStateDoesNotGrowWithStepsOrNewtonSteps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(IterativeMethods, StepAllocationsTest,
-    ::testing::Values(RootMethod::NewtonDB, RootMethod::CoupledNewton, RootMethod::Chebyshev),
-    [](const ::testing::TestParamInfo<RootMethod>& info) {
-      return std::string(info.param == RootMethod::NewtonDB        ? "ndb"
-                         : info.param == RootMethod::CoupledNewton ? "cn"
-                                                                   : "chebyshev");
+    ::testing::Combine(::testing::Values(RootMethod::NewtonDB, RootMethod::CoupledNewton, RootMethod::Chebyshev),
+        ::testing::Values(c10::DeviceType::CPU, c10::DeviceType::CUDA)),
+    [](const ::testing::TestParamInfo<std::tuple<RootMethod, c10::DeviceType>>& info) {
+      const auto method = std::get<0>(info.param);
+      return std::string(method == RootMethod::NewtonDB        ? "ndb"
+                         : method == RootMethod::CoupledNewton ? "cn"
+                                                               : "chebyshev") +
+             (std::get<1>(info.param) == c10::DeviceType::CUDA ? "_cuda" : "_cpu");
     });
 
 // The solver alone, in every precision: with a warm workspace the iterations
