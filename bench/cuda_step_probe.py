@@ -67,14 +67,15 @@ def measure(make_optimizer, params, frequency, timed_steps, seed, sync_debug=Tru
             end.record()
             torch.cuda.set_sync_debug_mode("default")
         torch.cuda.synchronize()
-        syncs = [str(w.message) for w in caught if "synchroniz" in str(w.message)]
+        # (torch's one-off "Synchronization debug mode is a prototype feature" is not one)
+        syncs = [str(w.message) for w in caught if "called a synchronizing" in str(w.message)]
         allocations = torch.cuda.memory_stats()["allocation.all.allocated"] - before
         rows.append({"ms": start.elapsed_time(end), "syncs": len(syncs), "allocations": allocations,
                      "sync_messages": sorted(set(m.splitlines()[0][:160] for m in syncs))})
     return optimizer, rows
 
 
-def summary(rows, frequency):
+def summary(rows):
     ms = [r["ms"] for r in rows]
     return {
         "mean_ms": sum(ms) / len(ms),
@@ -125,7 +126,7 @@ def main():
         params = make_params(shapes, 0)
         optimizer, rows = measure(make, params, args.frequency, args.frequency, 1, args.sync_debug == 1,
                                   args.fresh_grads == 1)
-        result = summary(rows, args.frequency)
+        result = summary(rows)
         if isinstance(optimizer, dash.Dash):
             diagnostics = optimizer.diagnostics()
             result["root_methods"] = sorted({s["root_method"] for s in diagnostics["factor_stacks"]})

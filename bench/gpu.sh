@@ -22,6 +22,7 @@ build=${DASH_GPU_BUILD:-$root/build/gpu}
 deps=${DASH_GPU_DEPS:-$root/build/gpu-deps}
 python=${PYTHON:-python3}
 start=$(date +%s)
+failed=()
 elapsed() { echo $(( $(date +%s) - start )); }
 stamp() { echo "[gpu.sh $(elapsed)s] $*" | tee -a "$logs/timeline.txt"; }
 pack() {
@@ -29,18 +30,25 @@ pack() {
   tar -czf "$out/gpu-results.tgz" -C "$logs" . 2>/dev/null
 }
 trap pack EXIT
+show() { [ -f "$logs/$1.txt" ] && cat "$logs/$1.txt"; }
 
 # stage NAME LIMIT COMMAND...: runs COMMAND with its output in NAME.txt, under
-# LIMIT seconds or what is left of the budget; skipped when under 20 s are left.
+# LIMIT seconds or what is left of the budget less 10 s; skipped when that is
+# under 20 s. A failed stage is remembered for the exit status.
 stage() {
   local name=$1 limit=$2
   shift 2
   local left=$(( budget - $(elapsed) - 10 ))
-  if [ "$left" -lt 20 ]; then stamp "$name: skipped (budget spent)"; return 1; fi
+  if [ "$left" -lt 20 ]; then
+    stamp "$name: skipped (budget spent)"
+    failed+=("$name")
+    return 1
+  fi
   [ "$limit" -gt "$left" ] && limit=$left
   timeout --kill-after=5 "$limit" "$@" > "$logs/$name.txt" 2>&1
   local rc=$?
-  stamp "$name: exit $rc$([ $rc -eq 124 ] && echo ' (timed out)')"
+  stamp "$name: exit $rc$( { [ $rc -eq 124 ] || [ $rc -eq 137 ]; } && echo ' (timed out)')"
+  [ $rc -eq 0 ] || failed+=("$name")
   pack
   return $rc
 }
@@ -52,7 +60,8 @@ device=$("$python" -c 'import torch; print("cuda" if torch.cuda.is_available() e
 stamp "torch prefix: $torch_prefix; device: $device; $(grep -m1 torch "$logs/machine.txt")"
 
 args=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=$torch_prefix" -DDASH_BUILD_APPS=OFF -DDASH_BUILD_EXAMPLES=OFF)
-command -v ninja > /dev/null && args+=(-G Ninja)
+# Ninja for a new build folder (an existing one keeps its generator).
+command -v ninja > /dev/null && [ ! -f "$build/CMakeCache.txt" ] && args+=(-G Ninja)
 [ -d "$deps/googletest" ] && args+=("-DDASH_GTEST_SOURCE_DIR=$deps/googletest")
 [ -d "$deps/json-include" ] && args+=("-DDASH_JSON_INCLUDE_DIR=$deps/json-include")
 targets=(dash-bench test_cuda test_dash_allocations)
@@ -62,26 +71,27 @@ if stage configure 120 cmake -S "$root" -B "$build" "${args[@]}" "${python_args[
   targets+=(dash_python)
 else
   stage configure-without-python 120 cmake -S "$root" -B "$build" "${args[@]}" -DDASH_BUILD_PYTHON=OFF || exit 1
+  failed=()  # the fallback configured: the Python stages are left out, not failed
 fi
 # Keeps going past a failing file (ninja -k 0): whatever did build is still run.
-keep_going=()
-command -v ninja > /dev/null && keep_going=(-- -k 0)
+keep_going=(--)
+grep -q "CMAKE_GENERATOR:INTERNAL=Ninja" "$build/CMakeCache.txt" && keep_going+=(-k 0)
 if ! stage build 300 cmake --build "$build" -j "$(nproc)" --target "${targets[@]}" "${keep_going[@]}"; then
-  grep -m 20 -B2 -A6 "error" "$logs/build.txt"
+  show build | grep -m 20 -B2 -A6 "error"
 fi
 
 stage test_cuda 120 "$build/tests/test_cuda"
-grep -E "^\[  (PASSED|FAILED|  SKIPPED) |tests ran" "$logs/test_cuda.txt"
+show test_cuda | grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran"
 stage test_allocations_cuda 90 "$build/tests/test_dash_allocations" --gtest_filter='*cuda*'
-grep -E "^\[  (PASSED|FAILED|  SKIPPED) " "$logs/test_allocations_cuda.txt"
+show test_allocations_cuda | grep -E "^\[  (PASSED|FAILED|SKIPPED) "
 if [[ " ${targets[*]} " == *" dash_python "* ]]; then
   stage pytest_cuda 120 env PYTHONPATH="$build/python" PYTHONDONTWRITEBYTECODE=1 DASH_BUILD_DIR="$build" \
     "$python" -m pytest -q -p no:cacheprovider -k cuda "$root/tests/python/test_inverse_root.py" \
     "$root/tests/python/test_optimizer_api.py"
-  tail -3 "$logs/pytest_cuda.txt"
+  show pytest_cuda | tail -3
   stage cuda_step_probe 150 env PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 \
     "$python" "$root/bench/cuda_step_probe.py" --layers 2 --block 1024 --tf32 1 --json "$logs/cuda_step_probe.json"
-  cat "$logs/cuda_step_probe.txt"
+  show cuda_step_probe
 fi
 
 # The paper's rows (dash-algorithm.md §7): llama-953m on 8 GPUs is about two of its
@@ -94,22 +104,24 @@ bench=("$build/bench/dash-bench" step --device "$device" --preset llama-953m --l
   --interleave 0 --baseline 0)
 stage step_f1_matmul 120 "${bench[@]}" --frequencies 1 --methods cn,ndb --scalings fro,pi,multi-pi \
   --precisions fp32,fp16 --executions batched,sequential --warmup 2 --steps 3 --json "$logs/step_f1_matmul.json"
-cat "$logs/step_f1_matmul.txt"
-# f = 10 against the per-block EVD baseline (x seq): the matmul solvers in 32 and 16 bits.
+show step_f1_matmul
+# f = 10, the matmul solvers in 32 and 16 bits, each against its own per-block run
+# (x seq), next to the per-block EVD baseline.
 stage step_f10_matmul 120 "${bench[@]}" --baseline 1 --frequencies 10 --methods ndb,cn --scalings multi-pi,fro \
   --precisions fp32,bf16 --executions batched,sequential --warmup 11 --steps 10 --json "$logs/step_f10_matmul.json"
-cat "$logs/step_f10_matmul.txt"
+show step_f10_matmul
 # EVD batched against per-block, and the warm-started eigenbases (issue 13), f = 10.
 stage step_f10_evd 120 "${bench[@]}" --baseline 1 --frequencies 10 --methods evd --precisions fp32 \
   --executions batched --eigen-tolerances 0,0.05 --warmup 11 --steps 10 --json "$logs/step_f10_evd.json"
-cat "$logs/step_f10_evd.txt"
+show step_f10_evd
 stage step_profile 90 "${bench[@]}" --frequencies 10 --methods ndb,cn --scalings multi-pi --precisions fp32,bf16 \
   --executions batched --profile 1 --warmup 11 --steps 10 --json "$logs/step_profile.json"
-cat "$logs/step_profile.txt"
+show step_profile
 stage step_f1_evd 100 "${bench[@]}" --frequencies 1 --methods evd --precisions fp32 --executions batched,sequential \
   --warmup 1 --steps 2 --json "$logs/step_f1_evd.json"
-cat "$logs/step_f1_evd.txt"
+show step_f1_evd
 stage solvers 90 "$build/bench/dash-bench" solvers --device "$device" --preset full --tf32 1 \
   --json "$logs/solvers.json"
-cat "$logs/solvers.txt"
-stamp "done"
+show solvers
+stamp "done${failed[*]:+; failed: ${failed[*]}}"
+[ ${#failed[@]} -eq 0 ]

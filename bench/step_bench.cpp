@@ -26,6 +26,7 @@
 #include <numeric>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 namespace dash::bench {
 namespace {
@@ -224,6 +225,8 @@ std::vector<Measurement> measure_all(const std::vector<Configuration>& configs, 
       for (int i = 0; i < warmup; ++i) step_run(run, false);
       for (int i = 0; i < steps; ++i) step_run(run, true);
       results.push_back(finish_run(run, device, steps, profile));
+      // The table waits for every configuration; a run cut short still shows these.
+      std::cerr << "measured " << config.label << ": " << fixed(results.back().mean_ms, 1) << " ms/step" << std::endl;
     }
     return results;
   }
@@ -322,13 +325,16 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
 // "x seq" compares a configuration with the same one run per block
 // (Execution::Sequential) where that was measured too (--executions with
 // sequential), else with the per-block EVD baseline (--baseline 1); 0 if neither.
-double sequential_baseline_ms(const std::string& label, const std::map<std::string, double>& mean_ms_of) {
-  if (label.rfind("adamw", 0) == 0) return 0.0;
+// Returns the reference's label and mean ms ("", 0 if neither).
+std::pair<std::string, double> sequential_reference(
+    const std::string& label, const std::map<std::string, double>& mean_ms_of) {
+  if (label.rfind("adamw", 0) == 0) return {"", 0.0};
   const auto space = label.find(' ');
   const auto same_per_block = mean_ms_of.find("sequential" + label.substr(space));
-  if (same_per_block != mean_ms_of.end()) return same_per_block->second;
+  if (same_per_block != mean_ms_of.end()) return {same_per_block->first, same_per_block->second};
   const auto baseline = mean_ms_of.find(kSequentialBaselineLabel);
-  return baseline == mean_ms_of.end() ? 0.0 : baseline->second;
+  if (baseline != mean_ms_of.end()) return {baseline->first, baseline->second};
+  return {"", 0.0};
 }
 
 // Builds each DASH configuration once for a probe parameter: an option out of
@@ -384,6 +390,11 @@ int run_step_bench(const std::vector<std::string>& args) {
     const int steps = arguments.integer("steps") > 0 ? static_cast<int>(arguments.integer("steps"))
                                                      : static_cast<int>(std::max<int64_t>(frequency, 3));
     std::cout << "\nf = " << frequency << ", " << warmup << " warm-up + " << steps << " timed steps" << std::endl;
+    if (profile && !device.is_cpu()) {
+      std::cout << "(phases on " << device << ": host time issuing each phase, not device time; the phase that "
+                << "waits for the device (the gradient check reads back in copies) absorbs the work queued before "
+                << "it)" << std::endl;
+    }
     std::printf("%-30s %9s %9s %9s %8s %7s %7s %8s %8s %7s %8s %8s\n", "configuration", "ms/step", "non-root", "root",
         "floor", "x floor", "x seq", "x adamw", "GFLOP/s", "%ceil", "state MB", "work MB");
     const auto configs = configurations(arguments, frequency);
@@ -398,7 +409,9 @@ int run_step_bench(const std::vector<std::string>& args) {
     for (size_t c = 0; c < configs.size(); ++c) {
       const auto& config = configs[c];
       auto m = measurements[c];
-      const double sequential_ms = sequential_baseline_ms(config.label, mean_ms_of);
+      const auto reference = sequential_reference(config.label, mean_ms_of);
+      const std::string& sequential_label = reference.first;
+      const double sequential_ms = reference.second;
       const double gflops = m.flops / (m.mean_ms * 1e6);
       auto or_dash = [&](bool known, const std::string& text) { return known ? text : std::string("-"); };
       std::printf("%-30s %9s %9s %9s %8s %7s %7s %8s %8s %7s %8s %8s\n", config.label.c_str(),
@@ -429,7 +442,8 @@ int run_step_bench(const std::vector<std::string>& args) {
           {"non_root_median_ms", m.non_root_median_ms}, {"root_step_ms", m.root_mean_ms}, {"floor_ms", m.floor_ms()},
           {"floor_ratio", m.floor_ms() > 0 && m.non_root_median_ms > 0 ? m.non_root_median_ms / m.floor_ms() : 0.0},
           {"speedup_vs_sequential", sequential_ms > 0 ? sequential_ms / m.mean_ms : 0.0},
-          {"ratio_to_adamw", m.mean_ms / adamw_ms}, {"flops_per_step", m.flops}, {"factor_flops", m.factor_flops},
+          {"sequential_reference", sequential_label}, {"ratio_to_adamw", m.mean_ms / adamw_ms},
+          {"flops_per_step", m.flops}, {"factor_flops", m.factor_flops},
           {"preconditioning_flops", m.preconditioning_flops}, {"gflops", gflops}, {"ceiling_gflops", m.ceiling_gflops},
           {"fp32_ceiling_gflops", m.fp32_ceiling_gflops}, {"state_bytes", m.state_bytes},
           {"workspace_bytes", m.workspace_bytes}, {"phases_ms", m.phases_ms}, {"root_choices", m.root_choices}});

@@ -93,15 +93,22 @@ TEST_P(CudaSteps, MatchTheCpu) {
     ASSERT_GT(largest, 0.0) << "parameter " << i << " did not move";
     EXPECT_LE((cuda_move - cpu_move).abs().max().item<double>() / largest, test_case.tolerance) << "parameter " << i;
   }
-  // Every factor stack computed its roots on the device, with the method asked for
-  // (or, for Auto, one it chose).
-  for (const auto& stack : cuda_optimizer.diagnostics().factor_stacks) {
+  // Every factor stack computed its roots without a failure, with the method asked
+  // for (or, for Auto, one it chose); warm eigenbases were kept or warm-started.
+  const auto stacks = cuda_optimizer.diagnostics().factor_stacks;
+  ASSERT_FALSE(stacks.empty());
+  int64_t kept_or_warm = 0;
+  for (const auto& stack : stacks) {
     EXPECT_EQ(stack.failures, 0);
+    kept_or_warm += stack.roots_kept + stack.roots_warm_started;
     if (test_case.root.method() == RootMethod::Auto) {
       EXPECT_NE(stack.root_method, RootMethod::Auto) << "no method chosen";
     } else {
       EXPECT_EQ(stack.root_method, test_case.root.method());
     }
+  }
+  if (test_case.root.eigen().refresh_tolerance() > 0.0) {
+    EXPECT_GT(kept_or_warm, 0) << "every root was an eigh: the warm path was not exercised";
   }
 }
 
@@ -154,6 +161,11 @@ TEST_F(Cuda, CheckpointResumesBitForBit) {
     step_with(resumed, restored, grads[t]);
   }
   EXPECT_TRUE(at::equal(run[0].detach(), resumed[0].detach()));
+  int64_t kept_or_warm = 0;
+  for (const auto& stack : restored.diagnostics().factor_stacks) {
+    kept_or_warm += stack.roots_kept + stack.roots_warm_started;
+  }
+  EXPECT_GT(kept_or_warm, 0) << "no root used a saved eigenbasis: a lost one would go unnoticed";
 }
 
 }  // namespace
