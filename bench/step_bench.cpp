@@ -260,7 +260,8 @@ std::vector<Measurement> measure_all(const std::vector<Configuration>& configs, 
 }
 
 // The root options a method is measured with, each with its label: EVD once per
-// eigen_refresh_tolerance (warm-started eigenbases), NDB once per step polynomial.
+// eigen_refresh_tolerance (warm-started eigenbases), NDB once per step polynomial,
+// CN and NDB once per Newton step count.
 std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Arguments& arguments, RootMethod method) {
   const auto root = InverseRootOptions().method(method);
   std::vector<std::pair<std::string, InverseRootOptions>> variants;
@@ -281,6 +282,17 @@ std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Ar
     }
   } else {
     variants.emplace_back(std::string(), root);
+  }
+  if (method == RootMethod::CoupledNewton || method == RootMethod::NewtonDB) {  // once per Newton step count
+    std::vector<std::pair<std::string, InverseRootOptions>> per_step_count;
+    for (const int64_t steps : arguments.integers("newton-steps")) {
+      for (const auto& variant : variants) {
+        per_step_count.emplace_back(
+            variant.first + (steps == NewtonOptions().steps() ? "" : " " + std::to_string(steps) + " steps"),
+            InverseRootOptions(variant.second).newton(NewtonOptions(variant.second.newton()).steps(steps)));
+      }
+    }
+    variants = std::move(per_step_count);
   }
   return variants;
 }
@@ -358,7 +370,8 @@ int run_step_bench(const std::vector<std::string>& args) {
                 {"profile", integer_option("0", 0, 1)}, {"seed", integer_option("0", 0)},
                 {"interleave", integer_option("0", 0, 1)}, {"executions", "batched,auto"},
                 {"eigen-tolerances", real_list_option("0", 0, 1)}, {"ndb-polynomials", "newton-schulz"},
-                {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)}, {"tf32", integer_option("0", 0, 1)}});
+                {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)}, {"tf32", integer_option("0", 0, 1)},
+                {"newton-steps", integer_list_option("10", 1)}});
   const auto float32_matmuls = set_float32_matmul_mode(arguments.text("tf32") == "1");
   // Every configuration's names and options, before anything is measured.
   check_configurations(configurations(arguments, 1));

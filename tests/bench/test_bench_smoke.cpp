@@ -113,6 +113,43 @@ TEST(BenchSmoke, StepBenchReportsRootMethodChoicesAndEigenbasisCounts) {
   EXPECT_THAT(automatic, HasSubstr(" ms error "));
 }
 
+// --newton-steps runs CN and NDB once per step count (fewer steps, fewer root
+// FLOPs); x seq compares each configuration with the same one run per block when
+// that was measured, else with the per-block EVD baseline, and names it.
+TEST(BenchSmoke, StepBenchNewtonStepCountsAndPerBlockReferences) {
+  const auto path = ::testing::TempDir() + "dash_step_bench_newton_steps.json";
+  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "1", "--methods", "cn,ndb",
+                "--scalings", "multi-pi", "--precisions", "fp32", "--executions", "batched,sequential",
+                "--newton-steps", "10,4", "--steps", "2", "--tf32", "1", "--json", path}),
+      0);
+  const auto report = read_json(path);
+  EXPECT_EQ(report["float32_matmuls"].get<std::string>().rfind("TF32", 0), 0u);
+  std::map<std::string, nlohmann::json> rows;
+  for (const auto& row : report["rows"]) rows[row["configuration"].get<std::string>()] = row;
+  // adamw, the per-block EVD baseline, 2 methods × 2 step counts × 2 executions.
+  ASSERT_EQ(rows.size(), 10u);
+  auto root_flops = [&](const std::string& label) {
+    const auto& row = rows.at(label);
+    return row["flops_per_step"].get<double>() - row["factor_flops"].get<double>() -
+           row["preconditioning_flops"].get<double>();
+  };
+  for (const std::string method : {"cn", "ndb"}) {
+    EXPECT_LT(root_flops("batched " + method + " 4 steps multi-pi fp32"),
+        0.6 * root_flops("batched " + method + " multi-pi fp32"))
+        << method;
+    for (const std::string steps : {"", " 4 steps"}) {
+      const auto batched = "batched " + method + steps + " multi-pi fp32";
+      const auto per_block = "sequential " + method + steps + " multi-pi fp32";
+      EXPECT_EQ(rows.at(batched)["sequential_reference"], per_block);
+      EXPECT_EQ(rows.at(per_block)["sequential_reference"], per_block);
+      EXPECT_DOUBLE_EQ(rows.at(batched)["speedup_vs_sequential"].get<double>(),
+          rows.at(per_block)["mean_ms"].get<double>() / rows.at(batched)["mean_ms"].get<double>());
+    }
+  }
+  EXPECT_EQ(rows.at("sequential evd fp32")["sequential_reference"], "sequential evd fp32");
+  EXPECT_EQ(rows.at("adamw")["sequential_reference"], "");
+}
+
 TEST(BenchSmoke, SolverBenchWritesRowsWithErrors) {
   const auto path = ::testing::TempDir() + "dash_solver_bench.json";
   ASSERT_EQ(run_solver_bench({"--preset", "tiny", "--methods", "evd,cn", "--reps", "1", "--json", path}), 0);
