@@ -336,8 +336,8 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
 
 // "x seq" compares a configuration with the same one run per block
 // (Execution::Sequential) where that was measured too (--executions with
-// sequential), else with the per-block EVD baseline (--baseline 1); 0 if neither.
-// Returns the reference's label and mean ms ("", 0 if neither).
+// sequential), else with the per-block EVD baseline (--baseline 1). Returns the
+// reference's label and mean ms; ("", 0) if there is neither.
 std::pair<std::string, double> sequential_reference(
     const std::string& label, const std::map<std::string, double>& mean_ms_of) {
   if (label.rfind("adamw", 0) == 0) return {"", 0.0};
