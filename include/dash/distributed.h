@@ -66,9 +66,13 @@ class DistributedContext {
   DistributedOptions options_;
 };
 
+/// Whether this build of dash can make Gloo groups (make_gloo_process_group): false
+/// where the LibTorch it was built against has no Gloo headers (PyTorch's pip wheels).
+bool gloo_available();
+
 /// A Gloo group of `world_size` ranks meeting at `store`. `hostname` is the address
-/// this rank is reached at ("127.0.0.1" for local ranks). Raises where dash was built
-/// against a LibTorch without Gloo's headers (PyTorch's pip wheels).
+/// this rank is reached at ("127.0.0.1" for local ranks). Raises where
+/// gloo_available() is false.
 c10::intrusive_ptr<ProcessGroup> make_gloo_process_group(const c10::intrusive_ptr<c10d::Store>& store, int64_t rank,
     int64_t world_size, std::chrono::milliseconds timeout = std::chrono::minutes(5),
     const std::string& hostname = "127.0.0.1");

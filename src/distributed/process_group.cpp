@@ -55,6 +55,8 @@ bool is_loopback(const std::string& address) {
 
 }  // namespace
 
+bool gloo_available() { return DASH_HAS_GLOO_HEADERS != 0; }
+
 c10::intrusive_ptr<ProcessGroup> make_gloo_process_group(const c10::intrusive_ptr<c10d::Store>& store, int64_t rank,
     int64_t world_size, std::chrono::milliseconds timeout, const std::string& hostname) {
   TORCH_CHECK(

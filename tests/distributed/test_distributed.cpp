@@ -3,6 +3,7 @@
 
 #include "distributed/distributed_problem.h"
 #include "support/error_message.h"
+#include "support/gloo_skip.h"
 #include "support/temporary_folder.h"
 
 #include "local_launch.h"
@@ -86,6 +87,7 @@ void expect_ranks_identical(const OutputFolder& out, int64_t ranks, const std::v
 class DistributedDash : public ::testing::TestWithParam<int64_t> {};
 
 TEST_P(DistributedDash, TenStepsEqualSingleProcessDashOnTheSameGradients) {
+  DASH_SKIP_WITHOUT_GLOO();
   const int64_t ranks = GetParam();
   OutputFolder out;
   ASSERT_EQ(launch("match", ranks, out), 0);
@@ -116,6 +118,7 @@ TEST_P(DistributedDash, TenStepsEqualSingleProcessDashOnTheSameGradients) {
 INSTANTIATE_TEST_SUITE_P(Ranks, DistributedDash, ::testing::Values(2, 3));
 
 TEST(DistributedDashEdges, MoreRanksThanBlocksLeavesSomeRanksIdle) {
+  DASH_SKIP_WITHOUT_GLOO();
   OutputFolder out;
   ASSERT_EQ(launch("tiny", 3, out), 0);  // one block and one AdamW segment: rank 2 owns nothing
   const auto reference = single_process(true);
@@ -128,6 +131,7 @@ TEST(DistributedDashEdges, MoreRanksThanBlocksLeavesSomeRanksIdle) {
 }
 
 TEST(DistributedDashEdges, Bf16CommunicationStaysWithinOnePercentOfTheUpdate) {
+  DASH_SKIP_WITHOUT_GLOO();
   // bf16 keeps 8 significant bits: each exchanged update is off by ≤ 2⁻⁹ relative,
   // so the summed update of 10 steps is within 1 % of the fp32 one.
   OutputFolder out;
@@ -148,6 +152,7 @@ TEST(DistributedDashEdges, Bf16CommunicationStaysWithinOnePercentOfTheUpdate) {
 }
 
 TEST(DistributedDashEdges, EachRankResumesFromItsOwnShard) {
+  DASH_SKIP_WITHOUT_GLOO();
   OutputFolder out;
   ASSERT_EQ(launch("resume", 2, out), 0);
   const auto reference = single_process(false);
@@ -163,6 +168,7 @@ TEST(DistributedDashEdges, EachRankResumesFromItsOwnShard) {
 }
 
 TEST(DistributedDashEdges, ARankThatDiesMakesTheOthersFailWithAClearErrorInsteadOfHanging) {
+  DASH_SKIP_WITHOUT_GLOO();
   OutputFolder out;
   const auto start = std::chrono::steady_clock::now();
   const int code = launch("exit", 3, out);

@@ -7,6 +7,7 @@
 #include "distributed/update_exchange.h"
 
 #include "support/error_message.h"
+#include "support/gloo_skip.h"
 
 #include <dash/distributed.h>
 
@@ -57,7 +58,19 @@ at::Tensor updates_of(int64_t rank) {
   return flat;
 }
 
+// The library makes Gloo groups exactly where this LibTorch has Gloo's headers.
+TEST(UpdateExchange, GlooGroupsAreAvailableWhereGlooHeadersAre) {
+#if __has_include(<gloo/algorithm.h>)
+  EXPECT_TRUE(gloo_available());
+#else
+  EXPECT_FALSE(gloo_available());
+  EXPECT_THAT(testing::error_of([] { make_gloo_process_group(c10::make_intrusive<c10d::HashStore>(), 0, 1); }),
+      ::testing::HasSubstr("no Gloo headers"));
+#endif
+}
+
 TEST(UpdateExchange, EveryRankReceivesEveryRanksUpdates) {
+  DASH_SKIP_WITHOUT_GLOO();
   std::vector<at::Tensor> results(2);
   on_two_ranks({}, [&](int64_t rank, DistributedContext& context) {
     UpdateExchange exchange(context, kPositions, kFlatNumel, at::kCPU);
@@ -76,6 +89,7 @@ TEST(UpdateExchange, EveryRankReceivesEveryRanksUpdates) {
 }
 
 TEST(UpdateExchange, SixteenBitExchangeRoundsLikeACast) {
+  DASH_SKIP_WITHOUT_GLOO();
   for (auto dtype : {CommunicationDtype::BF16, CommunicationDtype::FP16}) {
     const auto type = dtype == CommunicationDtype::BF16 ? at::kBFloat16 : at::kHalf;
     std::vector<at::Tensor> results(2);
@@ -99,6 +113,7 @@ TEST(UpdateExchange, SixteenBitExchangeRoundsLikeACast) {
 // Both ranks send max(3, 5) elements rounded up to whole 32-bit words: 5 floats
 // each (40 bytes for both shares), or 6 halves, 3 words (24 bytes).
 TEST(UpdateExchange, CountsThePaddedBufferOfAllRanks) {
+  DASH_SKIP_WITHOUT_GLOO();
   for (auto [dtype, bytes] : {std::pair{CommunicationDtype::FP32, 40}, std::pair{CommunicationDtype::BF16, 24}}) {
     on_two_ranks(
         DistributedOptions().communication_dtype(dtype), [&, bytes = bytes](int64_t, DistributedContext& context) {
@@ -108,6 +123,7 @@ TEST(UpdateExchange, CountsThePaddedBufferOfAllRanks) {
 }
 
 TEST(UpdateExchange, RejectsPositionsForAnotherNumberOfRanksAndOtherUpdateTypes) {
+  DASH_SKIP_WITHOUT_GLOO();
   on_two_ranks({}, [&](int64_t, DistributedContext& context) {
     EXPECT_THAT(testing::error_of([&] {
       UpdateExchange(context, {{0, 1}}, kFlatNumel, at::kCPU);
