@@ -75,6 +75,12 @@ def measure(make_optimizer, params, frequency, timed_steps, seed, sync_debug=Tru
     return optimizer, rows
 
 
+def write_json(path, report):
+    if path:
+        with open(path, "w") as out:
+            json.dump(report, out, indent=1)
+
+
 def summary(rows):
     ms = [r["ms"] for r in rows]
     return {
@@ -139,9 +145,7 @@ def main():
             print(f"    sync: {message}")
         del optimizer, params
         torch.cuda.empty_cache()
-    if args.json:
-        with open(args.json, "w") as out:
-            json.dump(report, out, indent=1)
+    write_json(args.json, report)
 
 
 if __name__ == "__main__":

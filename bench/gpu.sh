@@ -8,6 +8,9 @@
 # starting stages when BUDGET_SECONDS (default 480) would be exceeded, so a
 # short device lease still returns the build, the tests and the first benchmarks.
 #
+# DASH_GPU_STAGES="test_cuda cuda_step_profile ..." runs only the named stages
+# (configure and build always run); unset, all of them.
+#
 # Such machines may have no GoogleTest or nlohmann/json and no network: run
 # `bash scripts/gpu-deps.sh` on a machine with the Debian packages first; it puts
 # both into build/gpu-deps, which travels with the tree (carry it).
@@ -38,6 +41,10 @@ show() { [ -f "$logs/$1.txt" ] && cat "$logs/$1.txt"; }
 stage() {
   local name=$1 limit=$2
   shift 2
+  if [ -n "${DASH_GPU_STAGES:-}" ] && [[ "$name" != configure* && "$name" != build ]] &&
+    [[ " ${DASH_GPU_STAGES//,/ } " != *" $name "* ]]; then
+    return 0
+  fi
   local left=$(( budget - $(elapsed) - 10 ))
   if [ "$left" -lt 20 ]; then
     stamp "$name: skipped (budget spent)"
@@ -64,7 +71,7 @@ args=(-DCMAKE_BUILD_TYPE=Release "-DCMAKE_PREFIX_PATH=$torch_prefix" -DDASH_BUIL
 command -v ninja > /dev/null && [ ! -f "$build/CMakeCache.txt" ] && args+=(-G Ninja)
 [ -d "$deps/googletest" ] && args+=("-DDASH_GTEST_SOURCE_DIR=$deps/googletest")
 [ -d "$deps/json-include" ] && args+=("-DDASH_JSON_INCLUDE_DIR=$deps/json-include")
-targets=(dash-bench test_cuda test_dash_allocations)
+targets=(dash-bench test_cuda test_dash_allocations test_block_update)
 python_args=(-DDASH_BUILD_PYTHON=ON "-DPython3_EXECUTABLE=$(command -v "$python")")
 pybind_dir=$("$python" -m pybind11 --cmakedir 2>/dev/null) && python_args+=("-Dpybind11_DIR=$pybind_dir")
 if stage configure 120 cmake -S "$root" -B "$build" "${args[@]}" "${python_args[@]}"; then
@@ -82,6 +89,8 @@ fi
 
 stage test_cuda 120 "$build/tests/test_cuda"
 show test_cuda | grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran"
+stage test_fused_cuda 60 "$build/tests/test_block_update" --gtest_filter='*Cuda*'
+show test_fused_cuda | grep -E "^\[  (PASSED|FAILED|SKIPPED) |Failure|actual"
 stage test_allocations_cuda 90 "$build/tests/test_dash_allocations" --gtest_filter='*cuda*'
 show test_allocations_cuda | grep -E "^\[  (PASSED|FAILED|SKIPPED) "
 if [[ " ${targets[*]} " == *" dash_python "* ]]; then
@@ -92,6 +101,12 @@ if [[ " ${targets[*]} " == *" dash_python "* ]]; then
   stage cuda_step_probe 150 env PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 \
     "$python" "$root/bench/cuda_step_probe.py" --layers 2 --block 1024 --tf32 1 --json "$logs/cuda_step_probe.json"
   show cuda_step_probe
+  # Device time per phase and per kernel (the bench's --profile sees host time only).
+  mkdir -p "$logs/traces"
+  stage cuda_step_profile 120 env PYTHONPATH="$build/python:$root/bench" PYTHONUNBUFFERED=1 \
+    "$python" "$root/bench/cuda_step_profile.py" --layers 2 --block 1024 --tf32 1 --trace "$logs/traces" \
+    --json "$logs/cuda_step_profile.json"
+  show cuda_step_profile
 fi
 
 # The paper's rows (dash-algorithm.md §7): llama-953m on 8 GPUs is about two of its
@@ -102,12 +117,12 @@ fi
 # out of the H200's 140 GB. GPU timings are steady enough to compare in sequence.
 bench=("$build/bench/dash-bench" step --device "$device" --preset llama-953m --layers 2 --block 1024 --tf32 1
   --interleave 0 --baseline 0)
-stage step_f1_matmul 120 "${bench[@]}" --frequencies 1 --methods cn,ndb --scalings fro,pi,multi-pi \
+stage step_f1_matmul 120 "${bench[@]}" --frequencies 1 --methods cn,ndb --scalings fro,pi \
   --precisions fp32,fp16 --executions batched,sequential --warmup 2 --steps 3 --json "$logs/step_f1_matmul.json"
 show step_f1_matmul
 # f = 10, the matmul solvers in 32 and 16 bits, each against its own per-block run
 # (x seq), next to the per-block EVD baseline.
-stage step_f10_matmul 120 "${bench[@]}" --baseline 1 --frequencies 10 --methods ndb,cn --scalings multi-pi,fro \
+stage step_f10_matmul 120 "${bench[@]}" --baseline 1 --frequencies 10 --methods ndb,cn --scalings multi-pi \
   --precisions fp32,bf16 --executions batched,sequential --warmup 11 --steps 10 --json "$logs/step_f10_matmul.json"
 show step_f10_matmul
 # EVD batched against per-block, and the warm-started eigenbases (issue 13), f = 10.

@@ -4,6 +4,8 @@
 
 #include "distributed/c10d_compat.h"
 
+#include <dash/distributed.h>
+
 #include <c10/util/Exception.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
@@ -56,6 +58,12 @@ int launch_local_ranks(const std::vector<std::string>& command, int64_t nproc, s
     std::chrono::milliseconds timeout) {
   TORCH_CHECK(!command.empty(), "dash: launch_local_ranks needs a command");
   TORCH_CHECK(nproc >= 1, "dash: launch_local_ranks needs nproc ≥ 1, got ", nproc);
+  if (!dash::gloo_available()) {
+    std::cerr << "dash: local ranks talk over Gloo, and this dash was built against a LibTorch without Gloo headers "
+                 "(pip wheels ship none): nothing was started. Build against a LibTorch with Gloo (Debian's "
+                 "libtorch-dev, or one built from source), or train from Python with torch.distributed.\n";
+    return kNoGlooExitCode;
+  }
   c10d::TCPStoreOptions store_options;
   store_options.port = 0;  // any free port
   store_options.isServer = true;

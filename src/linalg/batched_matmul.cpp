@@ -60,6 +60,9 @@ at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b,
     MatmulPrecision precision, Scratch& scratch) {
   if (precision == MatmulPrecision::FP32) return c.baddbmm_(a, b, beta, alpha);
   auto product = matmul(a, b, precision, scratch);
+  // β = 0: C is not read (as in BLAS), so NaN or Inf there does not propagate.
+  // (zero_ and add_'s alpha: a Scalar factor of mul_ would allocate a tensor per call.)
+  if (beta == 0.0) return c.zero_().add_(product, alpha);
   if (beta != 1.0) c.mul_(beta);
   return c.add_(product, alpha);
 }

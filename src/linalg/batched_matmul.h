@@ -19,7 +19,8 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision prec
 /// c ← beta · c + alpha · (a @ b), in place; c has the product's shape. In FP32
 /// mode this is one in-place baddbmm (an out= baddbmm with a broadcast c would
 /// allocate an expanded copy of c per call); in 16-bit modes the sum is taken in
-/// the iterate dtype so that the iterates keep full precision.
+/// the iterate dtype so that the iterates keep full precision. beta = 0 does not
+/// read c (NaN or Inf there does not propagate), as in BLAS.
 at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double beta, double alpha,
     MatmulPrecision precision, Scratch& scratch);
 

@@ -74,8 +74,9 @@ at::Tensor step_matrix(const at::Tensor& z, const at::Tensor& y, const OddPolyno
     if (!z.defined()) {
       at::add_out(e, c0_identity, y, c[1]);
     } else {
-      e.copy_(c0_identity.expand_as(y));
-      matmul_add_(e, z, y, /*beta=*/1.0, /*alpha=*/c[1], precision, scratch);
+      // c₁·Z·Y, then c₀ on the diagonal: no pass writing c₀I over the whole stack first.
+      matmul_add_(e, z, y, /*beta=*/0.0, /*alpha=*/c[1], precision, scratch);
+      e.diagonal(0, -2, -1).add_(c0_identity.diagonal());  // (a tensor: a Scalar would allocate per step)
     }
     // W − I = (E − (c₀ + c₁)I)/c₁: the residual comes for free.
     if (residual != nullptr) {

@@ -1,5 +1,6 @@
 #include "optim/block_update.h"
 
+#include "optim/fused_moments.h"
 #include "optim/grafting.h"
 
 #include <ATen/ATen.h>
@@ -26,13 +27,21 @@ Workspace Workspace::like(const at::Tensor& like) {
 }
 
 void grafting_direction(const at::Tensor& grad, MomentState& state, const StepHyper& hyper, Workspace& work) {
+  const auto& grafting = grafting_for(hyper.grafting);
+  if (grafting.fused_step(grad, state, hyper, work.ghat, work.graft)) return;
+  if (grad.is_cuda() && grafting.keeps_statistic() && !cuda_kernels_built()) {
+    TORCH_WARN_ONCE(
+        "dash::Dash: this build has no CUDA kernels (configured without a CUDA compiler, or with "
+        "DASH_CUDA_KERNELS=OFF): the grafting statistics take nine element-wise kernels (21 passes over memory) "
+        "instead of one (7)");
+  }
   state.grad_ema.mul_(hyper.beta_grad).add_(grad, 1.0 - hyper.beta_grad);
   at::div_out(work.ghat, state.grad_ema, bias_correction(hyper.beta_grad, state.steps, hyper.bias_correction));
-  grafting_for(hyper.grafting).direction(grad, work.ghat, state, hyper, work.graft);
+  grafting.direction(grad, work.ghat, state, hyper, work.graft);
 }
 
 at::Tensor preconditioned_direction(
-    Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root, GraftingType grafting) {
+    Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root, GraftingType grafting, double scale) {
   // Plain float32 norms: a block whose ‖U‖ overflows (entries ≳ 1e19) gets ratio 0,
   // i.e. no step — as AdamW, whose G² overflows there too.
   const bool rescale = grafting_for(grafting).rescales_update();
@@ -40,8 +49,9 @@ at::Tensor preconditioned_direction(
   if (rescale) graft_norm = at::linalg_vector_norm(work.graft, 2, {1, 2}, /*keepdim=*/true);
   at::bmm_out(work.product, left_root, work.ghat);
   auto& u = right_root.defined() ? at::bmm_out(work.direction, work.product, right_root) : work.product;
-  if (!rescale) return u;
-  return u.mul_(graft_norm / (at::linalg_vector_norm(u, 2, {1, 2}, /*keepdim=*/true) + 1e-16));
+  if (!rescale) return scale == 1.0 ? u : u.mul_(scale);
+  // The scale rides on the (n, 1, 1) ratio: no pass of its own over U.
+  return u.mul_(graft_norm.mul_(scale) / (at::linalg_vector_norm(u, 2, {1, 2}, /*keepdim=*/true) + 1e-16));
 }
 
 at::Tensor apply_momentum(const at::Tensor& direction, MomentState& state, const StepHyper& hyper) {

@@ -55,10 +55,11 @@ void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, do
 void grafting_direction(const at::Tensor& grad, MomentState& state, const StepHyper& hyper, Workspace& work);
 
 /// U = L̄ Ĝ R̄ (R̄ undefined: one-sided, U = L̄ Ĝ), rescaled per block to the norm of
-/// P_g when the grafting rescales (all but None): P = U ‖P_g‖_F / (‖U‖_F + 1e-16). Uses work.product
-/// and work.direction; returns one of them.
-at::Tensor preconditioned_direction(
-    Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root, GraftingType grafting);
+/// P_g when the grafting rescales (all but None): P = U ‖P_g‖_F / (‖U‖_F + 1e-16);
+/// times `scale` (the step passes lr when nothing comes between P and the update).
+/// Uses work.product and work.direction; returns one of them.
+at::Tensor preconditioned_direction(Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root,
+    GraftingType grafting, double scale = 1.0);
 
 /// Heavy-ball or Nesterov momentum on the direction (spec §4 step 8); updates B_m.
 at::Tensor apply_momentum(const at::Tensor& direction, MomentState& state, const StepHyper& hyper);

@@ -588,6 +588,8 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   const auto started_count = std::count(started.begin(), started.end(), true);
 
   at::Tensor direction = work.graft;
+  // Without momentum, lr scales P together with the grafting norm, saving a pass.
+  const bool lr_in_direction = hyper.momentum == 0.0 && started_count == static_cast<int64_t>(started.size());
   {
     ScopedPhase phase(profile_, Phase::Preconditioning);
     if (started_count > 0) {
@@ -596,14 +598,14 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
                                 : rows.take(factors_[factor_stack].roots.narrow(0, offset, stack.count()));
       };
       auto preconditioned = preconditioned_direction(work, root_part(stack.left_stack, stack.left_offset),
-          root_part(stack.right_stack, stack.right_offset), options.grafting());
+          root_part(stack.right_stack, stack.right_offset), options.grafting(), lr_in_direction ? options.lr() : 1.0);
       direction = started_count == static_cast<int64_t>(started.size())
                       ? preconditioned
                       : at::where(bool_mask(started, grad.device()).view({-1, 1, 1}), preconditioned, work.graft);
     }
     direction = apply_momentum(direction, moments, hyper);
     put(state.moments, moments, rows);
-    direction.mul_(options.lr());
+    if (!lr_in_direction) direction.mul_(options.lr());
   }
   if (rows.everything()) {
     state.update = direction;

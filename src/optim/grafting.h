@@ -33,6 +33,14 @@ class Grafting {
   /// `ghat`, the bias-corrected gradient EMA Ĝ; `out` may not alias it).
   virtual void direction(const at::Tensor& grad, const at::Tensor& ghat, MomentState& state, const StepHyper& hyper,
       at::Tensor& out) const = 0;
+
+  /// Steps 5–6 in one fused pass (fused_moments.h) where the tensors allow: updates
+  /// M and A, writes Ĝ into `ghat` and P_g into `out`, and returns true; otherwise
+  /// changes nothing and returns false (the caller takes the unfused path).
+  virtual bool fused_step(const at::Tensor& /*grad*/, MomentState& /*state*/, const StepHyper& /*hyper*/,
+      at::Tensor& /*ghat*/, at::Tensor& /*out*/) const {
+    return false;
+  }
 };
 
 /// The grafting of a type: a shared, stateless instance.

@@ -3,9 +3,12 @@
 // float64 on a few random blocks.
 
 #include "optim/block_update.h"
+#include "optim/fused_moments.h"
+#include "optim/grafting.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/Parallel.h>
 
 #include <gtest/gtest.h>
 
@@ -42,44 +45,184 @@ TEST_F(BlockUpdate, FactorsFollowTheirExponentialAverage) {
   }
 }
 
-// Steps 3, 5, 6 for Adam, RMSprop, AdaGrad and SGD grafting, at step t = 3.
-TEST_F(BlockUpdate, GraftingDirectionsAreTheSpecsFormulas) {
-  const double beta_grad = 0.9, beta_graft = 0.95, eps = 1e-3;
-  for (auto grafting : {GraftingType::Adam, GraftingType::RMSprop, GraftingType::AdaGrad, GraftingType::SGD}) {
-    auto grad = random({2, 3, 4});
-    MomentState state{random({2, 3, 4}), random({2, 3, 4}).abs(), at::Tensor(), at::full({2, 1, 1}, 3.0)};
-    const auto m = state.grad_ema.to(at::kDouble).clone();
-    const auto a = state.graft_stat.to(at::kDouble).clone();
-    const auto g = grad.to(at::kDouble);
-    if (grafting == GraftingType::SGD) state.graft_stat = at::Tensor();
-    StepHyper hyper{beta_grad, beta_graft, eps, grafting, /*bias_correction=*/true, 0.0, false};
-    auto work = Workspace::like(grad);
-    grafting_direction(grad, state, hyper, work);
-
-    const auto m_new = beta_grad * m + (1.0 - beta_grad) * g;
-    const auto ghat = m_new / (1.0 - std::pow(beta_grad, 3));
-    EXPECT_LE(max_difference(state.grad_ema, m_new), 1e-6);
-    EXPECT_LE(max_difference(work.ghat, ghat), 1e-5);
-    at::Tensor a_new, expected;
-    switch (grafting) {
-      case GraftingType::Adam:
-        a_new = beta_graft * a + (1.0 - beta_graft) * g * g;
-        expected = ghat / ((a_new / (1.0 - std::pow(beta_graft, 3))).sqrt() + eps);
-        break;
-      case GraftingType::RMSprop:
-        a_new = beta_graft * a + (1.0 - beta_graft) * g * g;
-        expected = ghat / (a_new.sqrt() + eps);
-        break;
-      case GraftingType::AdaGrad:
-        a_new = a + g * g;
-        expected = ghat / (a_new.sqrt() + eps);
-        break;
-      default:
-        expected = ghat;
-    }
-    if (a_new.defined()) EXPECT_LE(max_difference(state.graft_stat, a_new), 1e-5) << static_cast<int>(grafting);
-    EXPECT_LE(max_difference(work.graft, expected), 1e-4) << static_cast<int>(grafting);
+// Steps 3, 5, 6 in float64: M, A, Ĝ and P_g after one step from `m`, `a` for
+// gradient `g` at per-block step counts `steps` ((n, 1, 1)).
+struct ExpectedGrafting {
+  at::Tensor m, a, ghat, graft;
+};
+ExpectedGrafting expected_grafting(
+    const at::Tensor& g, const at::Tensor& m, const at::Tensor& a, const at::Tensor& steps, const StepHyper& hyper) {
+  const auto t = steps.to(at::kDouble);
+  auto correction = [&](double beta) { return hyper.bias_correction ? 1.0 - at::pow(beta, t) : at::ones_like(t); };
+  ExpectedGrafting out;
+  out.m = hyper.beta_grad * m + (1.0 - hyper.beta_grad) * g;
+  out.ghat = out.m / correction(hyper.beta_grad);
+  switch (hyper.grafting) {
+    case GraftingType::Adam:
+      out.a = hyper.beta_graft * a + (1.0 - hyper.beta_graft) * g * g;
+      out.graft = out.ghat / ((out.a / correction(hyper.beta_graft)).sqrt() + hyper.eps_graft);
+      break;
+    case GraftingType::RMSprop:
+      out.a = hyper.beta_graft * a + (1.0 - hyper.beta_graft) * g * g;
+      out.graft = out.ghat / (out.a.sqrt() + hyper.eps_graft);
+      break;
+    case GraftingType::AdaGrad:
+      out.a = a + g * g;
+      out.graft = out.ghat / (out.a.sqrt() + hyper.eps_graft);
+      break;
+    default:
+      out.graft = out.ghat;
   }
+  return out;
+}
+
+// Steps 3, 5, 6 for Adam, RMSprop, AdaGrad and SGD grafting, blocks at steps 3 and
+// 7, with and without bias correction, through both paths: the fused pass
+// (contiguous stacks) and the unfused ATen one (a non-contiguous gradient).
+TEST_F(BlockUpdate, GraftingDirectionsAreTheSpecsFormulas) {
+  for (bool contiguous : {true, false}) {
+    for (bool bias_correction : {true, false}) {
+      for (auto grafting : {GraftingType::Adam, GraftingType::RMSprop, GraftingType::AdaGrad, GraftingType::SGD}) {
+        auto grad = contiguous ? random({2, 3, 4}) : random({2, 4, 3}).transpose(1, 2);
+        MomentState state{random({2, 3, 4}), random({2, 3, 4}).abs(), at::Tensor(), at::empty({2, 1, 1})};
+        state.steps[0].fill_(3.0);
+        state.steps[1].fill_(7.0);
+        const auto m = state.grad_ema.to(at::kDouble).clone();
+        const auto a = state.graft_stat.to(at::kDouble).clone();
+        if (grafting == GraftingType::SGD) state.graft_stat = at::Tensor();
+        StepHyper hyper{0.9, 0.95, 1e-3, grafting, bias_correction, 0.0, false};
+        auto work = Workspace::like(at::empty({2, 3, 4}));
+        grafting_direction(grad, state, hyper, work);
+
+        const auto expected = expected_grafting(grad.to(at::kDouble), m, a, state.steps, hyper);
+        const auto where = ::testing::Message() << "grafting " << static_cast<int>(grafting) << ", contiguous "
+                                                << contiguous << ", bias correction " << bias_correction;
+        EXPECT_LE(max_difference(state.grad_ema, expected.m), 1e-6) << where;
+        EXPECT_LE(max_difference(work.ghat, expected.ghat), 1e-5) << where;
+        if (expected.a.defined()) EXPECT_LE(max_difference(state.graft_stat, expected.a), 1e-5) << where;
+        EXPECT_LE(max_difference(work.graft, expected.graft), 1e-4) << where;
+      }
+    }
+  }
+}
+
+// The fused pass over a stack that the CPU splits into many ranges, cut inside
+// blocks of an odd size, each block at its own step: every element gets its own
+// block's bias corrections. Against float64 and against the unfused path, which
+// a non-contiguous copy of the same gradient takes.
+TEST_F(BlockUpdate, FusedGraftingUsesEachBlocksBiasCorrectionAcrossThreadRanges) {
+  const std::vector<int64_t> shape{7, 129, 257};  // 232 k elements, 33 k per block
+  auto grad = random(shape);
+  MomentState fused{random(shape), random(shape).abs(), at::Tensor(), at::arange(1, 8, at::kFloat).view({7, 1, 1})};
+  MomentState unfused{fused.grad_ema.clone(), fused.graft_stat.clone(), at::Tensor(), fused.steps.clone()};
+  const auto m = fused.grad_ema.to(at::kDouble);
+  const auto a = fused.graft_stat.to(at::kDouble);
+  StepHyper hyper;  // Adam with bias correction
+  auto fused_work = Workspace::like(grad);
+  auto unfused_work = Workspace::like(grad);
+  {
+    // Four ATen threads, whatever the machine has: ranges then start inside blocks.
+    const int threads = at::get_num_threads();
+    at::set_num_threads(4);
+    const bool fused_ran =
+        grafting_for(hyper.grafting).fused_step(grad, fused, hyper, fused_work.ghat, fused_work.graft);
+    at::set_num_threads(threads);
+    ASSERT_TRUE(fused_ran);
+  }
+  grafting_direction(grad.transpose(1, 2).contiguous().transpose(1, 2), unfused, hyper, unfused_work);
+
+  const auto expected = expected_grafting(grad.to(at::kDouble), m, a, fused.steps, hyper);
+  // Per block, relative in the Frobenius norm: a block read with a neighbour's t
+  // would be off by 5–90 % (the bias corrections of t = 1…7).
+  auto relative = [](const at::Tensor& value, const at::Tensor& reference) {
+    const auto r = reference.to(at::kDouble);
+    const auto error = at::linalg_vector_norm(value.to(at::kDouble) - r, 2, {1, 2});
+    return (error / at::linalg_vector_norm(r, 2, {1, 2})).max().item<double>();
+  };
+  EXPECT_LE(relative(fused_work.graft, expected.graft), 1e-6);
+  EXPECT_LE(relative(fused_work.ghat, expected.ghat), 1e-6);
+  EXPECT_LE(relative(fused.graft_stat, expected.a), 1e-6);
+  EXPECT_LE(relative(fused_work.graft, unfused_work.graft), 1e-6);
+  EXPECT_LE(relative(fused.grad_ema, unfused.grad_ema), 1e-6);
+}
+
+// The CUDA kernel against the CPU loop (same per-element arithmetic: they agree to
+// rounding), on the shapes of the test above. Skipped without a CUDA device.
+TEST_F(BlockUpdate, FusedGraftingOnCudaMatchesTheCpu) {
+  if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
+  ASSERT_TRUE(cuda_kernels_built()) << "a CUDA LibTorch built without dash's CUDA kernels";
+  const std::vector<int64_t> shape{7, 129, 257};
+  auto grad = random(shape);
+  MomentState cpu{random(shape), random(shape).abs(), at::Tensor(), at::arange(1, 8, at::kFloat).view({7, 1, 1})};
+  MomentState cuda{cpu.grad_ema.cuda(), cpu.graft_stat.cuda(), at::Tensor(), cpu.steps.cuda()};
+  for (auto grafting : {GraftingType::Adam, GraftingType::AdaGrad}) {
+    StepHyper hyper;
+    hyper.grafting = grafting;
+    auto cpu_work = Workspace::like(grad);
+    auto cuda_work = Workspace::like(grad.cuda());
+    grafting_direction(grad, cpu, hyper, cpu_work);
+    const auto where = ::testing::Message() << "grafting " << static_cast<int>(grafting);
+    ASSERT_TRUE(grafting_for(grafting).fused_step(grad.cuda(), cuda, hyper, cuda_work.ghat, cuda_work.graft)) << where;
+    EXPECT_LE(max_difference(cuda.grad_ema.cpu(), cpu.grad_ema), 1e-6) << where;
+    EXPECT_LE(max_difference(cuda.graft_stat.cpu(), cpu.graft_stat), 1e-5) << where;
+    EXPECT_LE(max_difference(cuda_work.ghat.cpu(), cpu_work.ghat), 1e-5) << where;
+    EXPECT_LE(
+        ((cuda_work.graft.cpu() - cpu_work.graft).abs() / (cpu_work.graft.abs() + 1.0)).max().item<double>(), 1e-5)
+        << where;
+  }
+}
+
+// The step takes the fused pass for the second-moment graftings on contiguous
+// stacks with per-block step counts, and nowhere else (SGD has no statistic; AdamW
+// segments count steps per element; a non-contiguous gradient is a strided view).
+TEST_F(BlockUpdate, FusedStepRunsExactlyWhereItCan) {
+  for (auto grafting : {GraftingType::Adam, GraftingType::RMSprop, GraftingType::AdaGrad, GraftingType::SGD}) {
+    const bool second_moment = grafting != GraftingType::SGD;
+    StepHyper hyper;
+    hyper.grafting = grafting;
+    auto fresh_state = [&](std::vector<int64_t> steps_shape) {
+      return MomentState{random({2, 3, 4}), second_moment ? random({2, 3, 4}).abs() : at::Tensor(), at::Tensor(),
+          at::full(steps_shape, 2.0)};
+    };
+    const auto& type = grafting_for(grafting);
+    auto work = Workspace::like(at::empty({2, 3, 4}));
+    auto state = fresh_state({2, 1, 1});
+    EXPECT_EQ(type.fused_step(random({2, 3, 4}), state, hyper, work.ghat, work.graft), second_moment)
+        << static_cast<int>(grafting);
+    state = fresh_state({2, 1, 1});
+    EXPECT_FALSE(type.fused_step(random({2, 4, 3}).transpose(1, 2), state, hyper, work.ghat, work.graft))
+        << "non-contiguous gradient, grafting " << static_cast<int>(grafting);
+    state = fresh_state({2, 3, 4});
+    EXPECT_FALSE(type.fused_step(random({2, 3, 4}), state, hyper, work.ghat, work.graft))
+        << "per-element step counts, grafting " << static_cast<int>(grafting);
+  }
+}
+
+// The fused pass refuses what its kernels cannot take, so the step falls back.
+TEST_F(BlockUpdate, FusedGraftingRefusesLayoutsItCannotTake) {
+  auto grad = random({2, 3, 4});
+  auto ema = random({2, 3, 4});
+  auto stat = random({2, 3, 4}).abs();
+  auto ghat = at::empty_like(grad);
+  auto graft = at::empty_like(grad);
+  const auto per_block = at::ones({2, 1, 1});
+  EXPECT_TRUE(fused_second_moment_supported(grad, ema, stat, per_block, at::Tensor(), ghat, graft));
+  EXPECT_FALSE(fused_second_moment_supported(grad, ema, stat, at::ones({2, 3, 4}), per_block, ghat, graft))
+      << "per-element bias corrections";
+  EXPECT_FALSE(fused_second_moment_supported(grad, ema, stat, per_block, per_block, grad, graft))
+      << "an output over an input";
+  EXPECT_FALSE(fused_second_moment_supported(grad, ema, stat, per_block, per_block, ghat, ghat))
+      << "both outputs in one buffer";
+  EXPECT_FALSE(fused_second_moment_supported(grad, ema, ema, per_block, per_block, ghat, graft))
+      << "M and A in one buffer";
+  EXPECT_FALSE(fused_second_moment_supported(grad.to(at::kDouble), ema, stat, per_block, per_block, ghat, graft))
+      << "float64";
+  EXPECT_FALSE(fused_second_moment_supported(
+      grad, ema.transpose(1, 2).contiguous().transpose(1, 2), stat, per_block, per_block, ghat, graft))
+      << "non-contiguous";
+  SecondMomentCoefficients coefficients;
+  EXPECT_THROW(
+      fused_second_moment_step(grad, ema, stat, at::ones({2, 3, 4}), per_block, coefficients, ghat, graft), c10::Error);
 }
 
 // Step 7: U = L̄ Ĝ R̄, rescaled per block to ‖P_g‖_F; one-sided: U = L̄ Ĝ; no
@@ -105,6 +248,13 @@ TEST_F(BlockUpdate, PreconditionedDirectionTakesTheGraftingNormPerBlock) {
       one_sided * graft_norms / (at::linalg_vector_norm(one_sided, 2, {1, 2}, true) + 1e-16);
   EXPECT_LE(
       max_difference(preconditioned_direction(work, left, at::Tensor(), GraftingType::Adam), expected_one_sided), 1e-5);
+
+  // A scale (the learning rate) multiplies the result, with and without rescaling.
+  work.ghat.copy_(ghat);
+  EXPECT_LE(
+      max_difference(preconditioned_direction(work, left, right, GraftingType::Adam, 0.25), 0.25 * expected), 1e-5);
+  work.ghat.copy_(ghat);
+  EXPECT_LE(max_difference(preconditioned_direction(work, left, right, GraftingType::None, 0.25), 0.25 * u), 1e-5);
 }
 
 // Step 8: B ← μ B + P; heavy ball returns B, Nesterov P + μ B.

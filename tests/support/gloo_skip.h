@@ -7,6 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#define DASH_SKIP_WITHOUT_GLOO()                                                                                     \
-  if (!::dash::gloo_available())                                                                                     \
+#define DASH_SKIP_WITHOUT_GLOO() \
+  if (!::dash::gloo_available()) \
   GTEST_SKIP() << "this dash was built against a LibTorch without Gloo headers (dash::gloo_available() is false)"
