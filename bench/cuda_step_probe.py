@@ -21,6 +21,18 @@ import torch
 import dash
 
 
+# dash.Dash root options by name, for --configs (this script's and cuda_step_profile.py's).
+ROOT_CONFIGS = {
+    "ndb-multi-pi-fp32": dict(root_method="ndb", scaling="multi-pi", precision="fp32"),
+    "ndb-multi-pi-bf16": dict(root_method="ndb", scaling="multi-pi", precision="bf16"),
+    "cn-multi-pi-fp32": dict(root_method="cn", scaling="multi-pi", precision="fp32"),
+    "cn-fro-fp16": dict(root_method="cn", scaling="fro", precision="fp16"),
+    "evd": dict(root_method="evd"),
+    "evd-warm-0.05": dict(root_method="evd", eigen_refresh_tolerance=0.05),
+    "auto": dict(root_method="auto"),
+}
+
+
 def llama_shapes(layers, dim=2048, hidden=5632, vocab=32000):
     shapes = [(vocab, dim)]
     for _ in range(layers):
@@ -110,19 +122,11 @@ def main():
     assert torch.cuda.is_available(), "needs a CUDA device"
     torch.backends.cuda.matmul.allow_tf32 = args.tf32 == 1
     shapes = llama_shapes(args.layers)
-    known = {
-        "ndb-multi-pi-fp32": dict(root_method="ndb", scaling="multi-pi", precision="fp32"),
-        "ndb-multi-pi-bf16": dict(root_method="ndb", scaling="multi-pi", precision="bf16"),
-        "cn-fro-fp16": dict(root_method="cn", scaling="fro", precision="fp16"),
-        "evd": dict(root_method="evd"),
-        "evd-warm-0.05": dict(root_method="evd", eigen_refresh_tolerance=0.05),
-        "auto": dict(root_method="auto"),
-    }
     common = dict(lr=1e-3, block_size=args.block, root_frequency=args.frequency, start_step=1)
     makers = {"adamw-foreach": lambda p: torch.optim.AdamW(p, lr=1e-3, foreach=True),
               "adamw-fused": lambda p: torch.optim.AdamW(p, lr=1e-3, fused=True)} if args.adamw else {}
     for name in args.configs.split(","):
-        makers["dash " + name] = (lambda options: lambda p: dash.Dash(p, **common, **options))(known[name])
+        makers["dash " + name] = (lambda options: lambda p: dash.Dash(p, **common, **options))(ROOT_CONFIGS[name])
     print(f"cuda_step_probe: llama-953m {args.layers} layers, {sum(torch.Size(s).numel() for s in shapes) / 1e6:.1f} M "
           f"parameters, B = {args.block}, f = {args.frequency}, torch {torch.__version__}, "
           f"{torch.cuda.get_device_name()}, sync debug {args.sync_debug}, fresh grads {args.fresh_grads}, TF32 {args.tf32}", flush=True)

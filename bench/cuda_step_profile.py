@@ -21,17 +21,11 @@ import torch
 from torch.profiler import ProfilerActivity, profile
 
 import dash
-from cuda_step_probe import llama_shapes, make_params, set_gradients, write_json
-
-CONFIGS = {
-    "ndb-multi-pi-fp32": dict(root_method="ndb", scaling="multi-pi", precision="fp32"),
-    "cn-multi-pi-fp32": dict(root_method="cn", scaling="multi-pi", precision="fp32"),
-    "evd": dict(root_method="evd"),
-}
+from cuda_step_probe import ROOT_CONFIGS, llama_shapes, make_params, set_gradients, write_json
 
 
 def device_ms(event, self_only=False):
-    """Device (CUDA) microseconds of a profiler average, under either name torch used."""
+    """Device (CUDA) milliseconds of a profiler average, under either name torch used."""
     names = ("self_device_time_total", "self_cuda_time_total") if self_only else (
         "device_time_total", "cuda_time_total")
     for name in names:
@@ -109,7 +103,7 @@ def main():
     for name in args.configs.split(","):
         params = make_params(shapes, 0)
         optimizer = dash.Dash(params, lr=1e-3, block_size=args.block, root_frequency=args.frequency, start_step=1,
-                              **CONFIGS[name])
+                              **ROOT_CONFIGS[name])
         generator = torch.Generator(device="cuda").manual_seed(1)
         # Two root periods, ending just after a root step: the next step is a non-root one.
         for _ in range(2 * args.frequency + 1):

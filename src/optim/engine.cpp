@@ -588,8 +588,9 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   const auto started_count = std::count(started.begin(), started.end(), true);
 
   at::Tensor direction = work.graft;
+  const bool all_started = started_count == static_cast<int64_t>(started.size());
   // Without momentum, lr scales P together with the grafting norm, saving a pass.
-  const bool lr_in_direction = hyper.momentum == 0.0 && started_count == static_cast<int64_t>(started.size());
+  const bool lr_in_direction = hyper.momentum == 0.0 && all_started;
   {
     ScopedPhase phase(profile_, Phase::Preconditioning);
     if (started_count > 0) {
@@ -599,7 +600,7 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
       };
       auto preconditioned = preconditioned_direction(work, root_part(stack.left_stack, stack.left_offset),
           root_part(stack.right_stack, stack.right_offset), options.grafting(), lr_in_direction ? options.lr() : 1.0);
-      direction = started_count == static_cast<int64_t>(started.size())
+      direction = all_started
                       ? preconditioned
                       : at::where(bool_mask(started, grad.device()).view({-1, 1, 1}), preconditioned, work.graft);
     }
