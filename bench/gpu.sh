@@ -9,7 +9,9 @@
 # short device lease still returns the build, the tests and the first benchmarks.
 #
 # DASH_GPU_STAGES="test_cuda cuda_step_profile ..." runs only the named stages
-# (configure and build always run); unset, all of them.
+# (configure and build always run); unset, all of them. DASH_GPU_PROFILE_CONFIGS
+# names cuda_step_profile's configurations (default ndb-multi-pi-fp32,evd; the
+# names are ROOT_CONFIGS in bench/cuda_step_probe.py).
 #
 # Such machines may have no GoogleTest or nlohmann/json and no network: run
 # `bash scripts/gpu-deps.sh` on a machine with the Debian packages first; it puts
@@ -105,7 +107,7 @@ if [[ " ${targets[*]} " == *" dash_python "* ]]; then
   mkdir -p "$logs/traces"
   stage cuda_step_profile 120 env PYTHONPATH="$build/python:$root/bench" PYTHONUNBUFFERED=1 \
     "$python" "$root/bench/cuda_step_profile.py" --layers 2 --block 1024 --tf32 1 --trace "$logs/traces" \
-    --json "$logs/cuda_step_profile.json"
+    --configs "${DASH_GPU_PROFILE_CONFIGS:-ndb-multi-pi-fp32,evd}" --json "$logs/cuda_step_profile.json"
   show cuda_step_profile
 fi
 

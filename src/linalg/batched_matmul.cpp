@@ -13,58 +13,96 @@ at::ScalarType sixteen_bit_type(MatmulPrecision precision) {
   return precision == MatmulPrecision::FP16 ? at::kHalf : at::kBFloat16;
 }
 
+bool is_sixteen_bit(const at::Tensor& t) { return t.scalar_type() == at::kHalf || t.scalar_type() == at::kBFloat16; }
+
 std::vector<int64_t> product_sizes(const at::Tensor& a, const at::Tensor& b) {
   return {a.size(0), a.size(1), b.size(2)};
 }
 
-at::Tensor rounded(const at::Tensor& t, at::ScalarType type, Scratch& scratch) {
-  auto staged = scratch.empty(t.sizes(), t.options().dtype(type));
-  staged.copy_(t);
-  return staged;
+// out = alpha · a @ b; β = 0 does not read out (an uninitialised Scratch buffer).
+void product_into(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, double alpha) {
+  if (alpha == 1.0) {
+    at::bmm_out(out, a, b);
+  } else {
+    out.baddbmm_(a, b, /*beta=*/0.0, alpha);
+  }
 }
 
-// 16-bit product of already-rounded operands, written to `out` (iterate dtype).
-// LibTorch's CPU backend (1.13) has no half-precision bmm; there the same rounding
-// is reproduced exactly in float32 (products of 11-bit mantissas are exact in
-// float32's 24 bits) and the sum is rounded to 16 bits afterwards, as a GPU's
-// 16-bit bmm output is.
-void sixteen_bit_bmm(at::Tensor& out, const at::Tensor& a16, const at::Tensor& b16, Scratch& scratch) {
-  auto product16 = scratch.empty(out.sizes(), out.options().dtype(a16.scalar_type()));
+// alpha times the 16-bit product of 16-bit operands, in a Scratch buffer of their
+// dtype. LibTorch's CPU backend (1.13) has no half-precision bmm; there the same
+// rounding is reproduced exactly in float32 (products of 11-bit mantissas are
+// exact in float32's 24 bits) and the sum is rounded to 16 bits afterwards, as a
+// GPU's 16-bit bmm output is.
+at::Tensor sixteen_bit_bmm(const at::Tensor& a16, const at::Tensor& b16, double alpha, Scratch& scratch) {
+  auto product16 = scratch.empty(product_sizes(a16, b16), a16.options());
   if (a16.is_cpu() && a16.scalar_type() == at::kHalf) {
     TORCH_WARN_ONCE(
         "dash: this LibTorch has no float16 bmm on CPU; FP16 matmuls are emulated "
         "in float32 with float16 rounding of operands and results");
-    auto product32 = scratch.empty(out.sizes(), out.options().dtype(at::kFloat));
-    at::bmm_out(product32, rounded(a16, at::kFloat, scratch), rounded(b16, at::kFloat, scratch));
+    auto product32 = scratch.empty(product16.sizes(), product16.options().dtype(at::kFloat));
+    product_into(product32, in_dtype(a16, at::kFloat, scratch), in_dtype(b16, at::kFloat, scratch), alpha);
     product16.copy_(product32);
   } else {
-    at::bmm_out(product16, a16, b16);
+    product_into(product16, a16, b16, alpha);
   }
-  out.copy_(product16);
+  return product16;
 }
 
 }  // namespace
 
-at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch) {
-  auto out = scratch.empty(product_sizes(a, b), a.options());
+at::ScalarType operand_dtype(MatmulPrecision precision, at::ScalarType iterate) {
+  return precision == MatmulPrecision::FP32 ? iterate : sixteen_bit_type(precision);
+}
+
+at::Tensor as_operand(const at::Tensor& t, MatmulPrecision precision, Scratch& scratch) {
+  return in_dtype(t, operand_dtype(precision, t.scalar_type()), scratch);
+}
+
+at::Tensor operand_matmul(
+    const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch, double alpha) {
   if (precision == MatmulPrecision::FP32) {
-    at::bmm_out(out, a, b);
+    auto out = scratch.empty(product_sizes(a, b), a.options());
+    product_into(out, a, b, alpha);
     return out;
   }
-  const auto half = sixteen_bit_type(precision);
-  sixteen_bit_bmm(out, rounded(a, half, scratch), rounded(b, half, scratch), scratch);
-  return out;
+  return sixteen_bit_bmm(as_operand(a, precision, scratch), as_operand(b, precision, scratch), alpha, scratch);
+}
+
+at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch) {
+  if (precision == MatmulPrecision::FP32) return operand_matmul(a, b, precision, scratch);
+  const auto iterate = !is_sixteen_bit(a) ? a.scalar_type() : !is_sixteen_bit(b) ? b.scalar_type() : at::kFloat;
+  return in_dtype(operand_matmul(a, b, precision, scratch), iterate, scratch);
 }
 
 at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double beta, double alpha,
     MatmulPrecision precision, Scratch& scratch) {
   if (precision == MatmulPrecision::FP32) return c.baddbmm_(a, b, beta, alpha);
-  auto product = matmul(a, b, precision, scratch);
+  const auto product = widened(operand_matmul(a, b, precision, scratch), c.scalar_type(), scratch);
   // β = 0: C is not read (as in BLAS), so NaN or Inf there does not propagate.
   // (zero_ and add_'s alpha: a Scalar factor of mul_ would allocate a tensor per call.)
   if (beta == 0.0) return c.zero_().add_(product, alpha);
   if (beta != 1.0) c.mul_(beta);
   return c.add_(product, alpha);
+}
+
+at::Tensor widened(const at::Tensor& t, at::ScalarType dtype, Scratch& scratch) {
+  return t.is_cuda() ? t : in_dtype(t, dtype, scratch);
+}
+
+void add_to_diagonal(at::Tensor& t, const at::Tensor& values, Scratch& scratch) {
+  auto diagonal = t.diagonal(0, -2, -1);
+  if (t.scalar_type() == values.scalar_type()) {
+    diagonal.add_(values);
+    return;
+  }
+  // (N, b) elements: the widening copies cost nothing next to the stack.
+  auto wide = scratch.empty(diagonal.sizes(), values.options());
+  diagonal.copy_(wide.copy_(diagonal).add_(values));
+}
+
+at::Tensor in_dtype(const at::Tensor& t, at::ScalarType dtype, Scratch& scratch) {
+  if (t.scalar_type() == dtype) return t;
+  return scratch.empty(t.sizes(), t.options().dtype(dtype)).copy_(t);
 }
 
 double unit_roundoff(at::ScalarType type) {

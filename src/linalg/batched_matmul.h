@@ -1,8 +1,17 @@
 #pragma once
 
-// Batched matmul in a chosen input precision, with results in the iterate dtype.
-// Results and 16-bit staging come from a Scratch (linalg/scratch.h), so an
-// iteration that drops its old iterates allocates nothing after its first call.
+// Batched matmul in a chosen input precision. Results and 16-bit staging come from
+// a Scratch (linalg/scratch.h), so an iteration that drops its old iterates
+// allocates nothing after its first call.
+//
+// In 16-bit modes a bmm rounds its operands to the operand type and its result to
+// it too, so a product is exact in 16 bits. An iterate that only feeds further
+// matmuls (Y, Z and E of Newton–Denman–Beavers, X, M' and N^k of coupled Newton)
+// can stay there: `operand_matmul` keeps it in 16 bits, `as_operand` rounds an
+// operand once however many matmuls read it. Every cast so saved is a memory pass
+// over the stack; on an H200 at b = 1024 one takes about half as long as the
+// 16-bit matmul itself, and before the iterates stayed in 16 bits the casts made
+// 16-bit roots slower than TF32 ones (docs/benchmarks.md).
 
 #include <dash/inverse_root.h>
 
@@ -12,17 +21,47 @@
 
 namespace dash::linalg {
 
-/// a @ b over a stack (bmm), operands rounded to `precision`, result in a's dtype,
-/// in a buffer of `scratch`.
+/// The dtype matmul operands are rounded to: float16 or bfloat16, or `iterate`
+/// itself in FP32 mode.
+at::ScalarType operand_dtype(MatmulPrecision precision, at::ScalarType iterate);
+
+/// `t` rounded to the operand dtype, in a buffer of `scratch`; `t` itself when it
+/// has that dtype already (FP32 mode, or a product of operand_matmul).
+at::Tensor as_operand(const at::Tensor& t, MatmulPrecision precision, Scratch& scratch);
+
+/// alpha · (a @ b) over a stack, left in the operand dtype (see above). alpha
+/// scales the float32 accumulator inside the matmul, before its one rounding: a
+/// scaled product costs no pass of its own.
+at::Tensor operand_matmul(
+    const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch, double alpha = 1.0);
+
+/// a @ b over a stack, operands rounded to `precision` (unless they are already),
+/// result in the iterate dtype: that of the first operand not in 16 bits, float32
+/// when both are.
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch);
 
 /// c ← beta · c + alpha · (a @ b), in place; c has the product's shape. In FP32
 /// mode this is one in-place baddbmm (an out= baddbmm with a broadcast c would
 /// allocate an expanded copy of c per call); in 16-bit modes the sum is taken in
-/// the iterate dtype so that the iterates keep full precision. beta = 0 does not
-/// read c (NaN or Inf there does not propagate), as in BLAS.
+/// c's dtype so that the iterates keep full precision. beta = 0 does not read c
+/// (NaN or Inf there does not propagate), as in BLAS.
 at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double beta, double alpha,
     MatmulPrecision precision, Scratch& scratch);
+
+/// `t` as an input of an element-wise op that computes in `dtype`. CUDA's
+/// element-wise kernels widen a 16-bit input as they load it, so there this is `t`
+/// itself; ATen's CPU kernels would first copy it into a fresh tensor of `dtype`,
+/// so elsewhere the copy is made here, into a buffer of `scratch`. Same arithmetic
+/// either way.
+at::Tensor widened(const at::Tensor& t, at::ScalarType dtype, Scratch& scratch);
+
+/// Adds `values` ((b) or (N, b)) to the diagonal of each matrix of t (N, b, b), in
+/// place. The sum is taken in `values`' dtype and rounded once to t's: a constant
+/// such as Newton's c₀ stays exact even where t is in 16 bits.
+void add_to_diagonal(at::Tensor& t, const at::Tensor& values, Scratch& scratch);
+
+/// `t` converted to `dtype`: `t` itself, or a copy in a buffer of `scratch`.
+at::Tensor in_dtype(const at::Tensor& t, at::ScalarType dtype, Scratch& scratch);
 
 /// Unit roundoff u of a floating-point type (float32 for any other type).
 double unit_roundoff(at::ScalarType type);

@@ -62,14 +62,16 @@ at::Tensor chebyshev_root(const at::Tensor& normalized, const at::Tensor& epsilo
   };
   auto next = identity * coefficient(degree);                                           // b_{k+2}
   auto current = s * (2.0 * coefficient(degree)) + identity * coefficient(degree - 1);  // b_{k+1}
+  // S feeds every step's product: rounded to the operand dtype once.
+  const auto s_operand = as_operand(s, precision, scratch);
   for (int64_t k = degree - 2; k >= 1; --k) {
     auto updated = shift(k, next);
-    matmul_add_(updated, s, current, 1.0, 2.0, precision, scratch);
+    matmul_add_(updated, s_operand, current, 1.0, 2.0, precision, scratch);
     next = std::move(current);
     current = std::move(updated);
   }
   auto value = shift(0, next);
-  return matmul_add_(value, s, current, 1.0, 1.0, precision, scratch);
+  return matmul_add_(value, s_operand, current, 1.0, 1.0, precision, scratch);
 }
 
 }  // namespace dash::linalg

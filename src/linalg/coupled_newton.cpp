@@ -6,7 +6,16 @@
 // The invariant M = X^p Â holds throughout, so X → Â^{-1/p} as M → I. M₀'s
 // eigenvalues lie in (0, (p+1)/2], inside the convergence region (0, p+1).
 //
+// The iteration carries M' = −M/p = αM instead of M: the step is then
+// N = (1 + 1/p) I + M', a copy with the constant added on the diagonal, and M'
+// follows the same update, M' ← N^p M' (linear in M). A 16-bit M' is copied as it
+// is, with no arithmetic pass over the stack. For p a power of two M' = −M/p is
+// exact (barring float16 subnormals), so the iterates are the textbook form's bit
+// for bit.
+//
 // Iterates come from the Scratch and are dropped when dead: no allocation per step.
+// X, M' and the powers of N only feed matmuls, so they stay in the operand dtype
+// (batched_matmul.h); N is rounded to it once for its p + 1 products.
 
 #include "linalg/batched_matmul.h"
 #include "linalg/solvers.h"
@@ -20,18 +29,19 @@ namespace {
 
 // N^p · M by repeated squaring: ⌈log₂ p⌉ squarings plus one product per set bit
 // (p = 4: N², N⁴, N⁴M — three matmuls). N and M commute (both are polynomials
-// in Â), so the order of the factors does not matter.
+// in Â), so the order of the factors does not matter. The result is in the
+// operand dtype.
 at::Tensor power_times(const at::Tensor& n, int64_t p, at::Tensor m, MatmulPrecision precision, Scratch& scratch) {
   at::Tensor square = n;
   for (int64_t rest = p;;) {
     if (rest & 1) {
-      m = matmul(square, m, precision, scratch);
+      m = operand_matmul(square, m, precision, scratch);
     }
     rest >>= 1;
     if (rest == 0) {
       return m;
     }
-    square = matmul(square, square, precision, scratch);
+    square = operand_matmul(square, square, precision, scratch);
   }
 }
 
@@ -48,23 +58,27 @@ at::Tensor coupled_newton_root(const at::Tensor& normalized, int64_t p, const Ne
   const double pd = static_cast<double>(p);
   const double z = (pd + 1.0) / 2.0;
   const auto identity = identity_like(normalized);
-  const auto diagonal = identity * (1.0 + 1.0 / pd);
+  const auto constant = at::full({normalized.size(-1)}, 1.0 + 1.0 / pd, normalized.options());
+  const auto iterate = normalized.scalar_type();
   at::Tensor x;
-  at::Tensor m = scaled(normalized, z, scratch);
+  at::Tensor m = scaled(normalized, -z / pd, scratch);  // M'₀ = −M₀/p
   at::Tensor n;
   for (int64_t step = 0; step < options.steps(); ++step) {
     n = at::Tensor();  // last step's N is dead: its buffer takes this one
-    n = scratch.empty_like(m);
-    at::add_out(n, diagonal, m, -1.0 / pd);
+    n = scratch.empty_like(m).copy_(m);
+    add_to_diagonal(n, constant, scratch);
     // X₀ is a multiple of I, so the first X·N is a scalar multiple of N.
-    x = step == 0 ? scaled(n, std::pow(z, 1.0 / pd), scratch) : matmul(x, n, precision, scratch);
+    if (step == 0) x = scaled(n, std::pow(z, 1.0 / pd), scratch);
+    n = as_operand(n, precision, scratch);
+    if (step > 0) x = operand_matmul(x, n, precision, scratch);
     m = power_times(n, p, std::move(m), precision, scratch);
+    // ‖M − I‖ with M = −p·M'.
     if (is_tolerance_check_step(step, options.tolerance(), options.check_interval()) &&
-        all_within_tolerance(relative_frobenius(m - identity), options.tolerance())) {
+        all_within_tolerance(relative_frobenius(widened(m, iterate, scratch) * -pd - identity), options.tolerance())) {
       break;
     }
   }
-  return x;
+  return in_dtype(x, iterate, scratch);
 }
 
 }  // namespace dash::linalg

@@ -70,7 +70,8 @@ at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vect
   // S Sᵀ = Q diag(f) Qᵀ: one batched matmul, and S overwrites Q where the caller
   // no longer needs Q (no third stack-sized buffer).
   at::mul_out(scaled, vectors, half_weights.unsqueeze(1));
-  return matmul(scaled, scaled.transpose(1, 2), precision, scratch);
+  const auto operand = as_operand(scaled, precision, scratch);  // rounded once for both factors
+  return in_dtype(operand_matmul(operand, operand.transpose(1, 2), precision, scratch), scaled.scalar_type(), scratch);
 }
 
 }  // namespace dash::linalg

@@ -66,20 +66,18 @@ class ConstantTerm {
 
 // E = q(W) = c₀I + c₁W (+ c₂W²) with W = Z·Y, or W = Y when Z is the identity (the
 // first step). `residual`: set to ‖W − I‖_F/√b per matrix when asked for.
+// The usual step (c₂ = 0, Z given) returns E in the operand dtype, ready for its
+// two products; the others return it in the iterate dtype.
 at::Tensor step_matrix(const at::Tensor& z, const at::Tensor& y, const OddPolynomial& q, const at::Tensor& c0_identity,
     MatmulPrecision precision, Scratch& scratch, at::Tensor* residual) {
   const auto& c = q.coefficients;
-  auto e = scratch.empty_like(y);
-  if (c[2] == 0.0) {
-    if (!z.defined()) {
-      at::add_out(e, c0_identity, y, c[1]);
-    } else {
-      // c₁·Z·Y, then c₀ on the diagonal: no pass writing c₀I over the whole stack first.
-      matmul_add_(e, z, y, /*beta=*/0.0, /*alpha=*/c[1], precision, scratch);
-      e.diagonal(0, -2, -1).add_(c0_identity.diagonal());  // (a tensor: a Scalar would allocate per step)
-    }
-    // W − I = (E − (c₀ + c₁)I)/c₁: the residual comes for free.
+  if (z.defined() && c[2] == 0.0) {
+    // c₁ scales Z·Y inside the matmul, and c₀ goes on the diagonal: the product is
+    // the only pass over the stack, in 16 bits as in 32.
+    auto e = operand_matmul(z, y, precision, scratch, c[1]);
+    add_to_diagonal(e, c0_identity.diagonal(), scratch);
     if (residual != nullptr) {
+      // W − I = (E − (c₀ + c₁)I)/c₁: the residual comes for free.
       auto shifted = e - c0_identity;
       shifted.diagonal(0, -2, -1).sub_(c[1]);
       *residual = relative_frobenius(shifted) / std::abs(c[1]);
@@ -87,22 +85,29 @@ at::Tensor step_matrix(const at::Tensor& z, const at::Tensor& y, const OddPolyno
     return e;
   }
   // c₀I + c₁W, then + c₂W·W in place: W and E are the only buffers the step needs.
-  const auto w = z.defined() ? matmul(z, y, precision, scratch) : y;
-  at::add_out(e, c0_identity, w, c[1]);
-  matmul_add_(e, w, w, /*beta=*/1.0, /*alpha=*/c[2], precision, scratch);
-  if (residual != nullptr) *residual = relative_frobenius(w - identity_like(w));
+  auto e = scratch.empty(y.sizes(), c0_identity.options());
+  const auto w = z.defined() ? operand_matmul(z, y, precision, scratch) : y;
+  const auto wide = widened(w, e.scalar_type(), scratch);
+  at::add_out(e, c0_identity, wide, c[1]);
+  if (c[2] != 0.0) matmul_add_(e, w, w, /*beta=*/1.0, /*alpha=*/c[2], precision, scratch);
+  if (residual != nullptr) *residual = relative_frobenius(wide - identity_like(e));
   return e;
 }
 
 // Takes B by value so that its buffer is free for the iterates after the first step.
+// Y, Z and E stay in the operand dtype (batched_matmul.h); the returned roots are
+// in B's dtype.
 SquareRoots newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps, PassOutput needed,
     const NewtonOptions& newton, MatmulPrecision precision, Scratch& scratch) {
   ConstantTerm constant(b, scratch);
+  const auto iterate = b.scalar_type();
   const int64_t count = static_cast<int64_t>(steps.size());
   // First step, Z₀ = I: E₀ = q₀(B), Y₁ = B E₀ and Z₁ = E₀ save the Z·Y and E·Z matmuls.
   auto e = step_matrix(at::Tensor(), b, steps[0], constant.for_step(steps[0]), precision, scratch, nullptr);
+  // Z₁ = E₀ is returned as it is when there is no second step.
+  if (count > 1) e = as_operand(e, precision, scratch);
   at::Tensor y;
-  if (count > 1 || needed == PassOutput::Root) y = matmul(b, e, precision, scratch);
+  if (count > 1 || needed == PassOutput::Root) y = operand_matmul(b, e, precision, scratch);
   b = at::Tensor();
   auto z = std::move(e);
   for (int64_t step = 1; step < count; ++step) {
@@ -111,11 +116,12 @@ SquareRoots newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps
     e = at::Tensor();  // the last step's E is dead: its buffer serves this step's W or E
     e = step_matrix(z, y, steps[step], constant.for_step(steps[step]), precision, scratch, check ? &residual : nullptr);
     if (check && all_within_tolerance(residual, newton.tolerance())) break;
+    e = as_operand(e, precision, scratch);
     const bool last = step + 1 == count;
-    if (!last || needed == PassOutput::Root) y = matmul(y, e, precision, scratch);
-    if (!last || needed == PassOutput::InverseRoot) z = matmul(e, z, precision, scratch);
+    if (!last || needed == PassOutput::Root) y = operand_matmul(y, e, precision, scratch);
+    if (!last || needed == PassOutput::InverseRoot) z = operand_matmul(e, z, precision, scratch);
   }
-  return {std::move(y), std::move(z)};
+  return {y.defined() ? in_dtype(y, iterate, scratch) : y, in_dtype(z, iterate, scratch)};
 }
 
 // The minimax design stops once its bound is a few roundings of the matmul inputs.
@@ -163,7 +169,7 @@ at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions&
   const auto schedule = newton_db_schedule(p, newton, options, precision);
   if (p == 1) {
     auto half = newton_db_pass(std::move(normalized), schedule[0], PassOutput::InverseRoot, newton, precision, scratch);
-    return matmul(half.inverse_root, half.inverse_root, precision, scratch);
+    return matmul(half.inverse_root, as_operand(half.inverse_root, precision, scratch), precision, scratch);
   }
   auto input = std::move(normalized);
   at::Tensor result;

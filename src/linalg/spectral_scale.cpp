@@ -53,8 +53,10 @@ at::Tensor power_iteration_scale(const at::Tensor& a, int64_t vectors, const Spe
   auto v = linalg::power_start_vectors(a.size(-1), vectors, a.options());
   v = (v / at::linalg_vector_norm(v, 2, {0}, /*keepdim=*/true).clamp_min(tiny)).expand({a.size(0), -1, -1});
   at::Tensor norms;
+  // Every step reads the whole stack: rounded to the operand dtype once, not per step.
+  const auto a_operand = linalg::as_operand(a, precision, scratch);
   for (int64_t i = 0; i < options.iterations(); ++i) {
-    auto w = linalg::matmul(a, v, precision, scratch);
+    auto w = linalg::matmul(a_operand, v, precision, scratch);
     norms = at::linalg_vector_norm(w, 2, {1}, /*keepdim=*/true);
     // Clamped so that an all-zero block gives s = 0 rather than 0/0.
     v = w / norms.clamp_min(tiny);
