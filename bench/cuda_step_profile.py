@@ -46,8 +46,10 @@ def device_ms_by_phase(trace_path):
     waiting for the host between two kernels counts nowhere."""
     with open(trace_path) as trace:
         events = json.load(trace)["traceEvents"]
+    # Launches through the driver API (cuBLASLt's kernels: cuLaunchKernelEx) are
+    # "cuda_driver" events; the runtime's are "cuda_runtime".
     launches = {e["args"]["correlation"]: e for e in events
-                if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+                if e.get("cat") in ("cuda_runtime", "cuda_driver") and "correlation" in e.get("args", {})}
     scopes = [e for e in events if e.get("ph") == "X" and e.get("cat") in ("user_annotation", "cpu_op")
               and is_scope(e["name"])]
     phases = {}
