@@ -19,13 +19,22 @@ std::vector<int64_t> product_sizes(const at::Tensor& a, const at::Tensor& b) {
   return {a.size(0), a.size(1), b.size(2)};
 }
 
-// out = alpha · a @ b; β = 0 does not read out (an uninitialised Scratch buffer).
-void product_into(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, double alpha) {
+// Below this many multiply-adds per matrix, c is zeroed before a β = 0 baddbmm_
+// off CUDA: LibTorch's CPU backend computes products under 400 multiply-adds in a
+// plain loop that multiplies c by β even when β = 0 (0 · NaN = NaN), where BLAS
+// and cuBLAS do not read c. The margin keeps other versions' cut-offs covered; at
+// that size the zeroing costs nothing.
+constexpr int64_t kSmallProduct = 32 * 32 * 32;
+
+// c = alpha · a @ b: what c held is never read (an uninitialised Scratch buffer,
+// or NaN, does not propagate).
+void product_into(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha) {
   if (alpha == 1.0) {
-    at::bmm_out(out, a, b);
-  } else {
-    out.baddbmm_(a, b, /*beta=*/0.0, alpha);
+    at::bmm_out(c, a, b);
+    return;
   }
+  if (!c.is_cuda() && a.size(1) * a.size(2) * b.size(2) < kSmallProduct) c.zero_();
+  c.baddbmm_(a, b, /*beta=*/0.0, alpha);
 }
 
 // alpha times the 16-bit product of 16-bit operands, in a Scratch buffer of their
@@ -76,7 +85,13 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision prec
 
 at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double beta, double alpha,
     MatmulPrecision precision, Scratch& scratch) {
-  if (precision == MatmulPrecision::FP32) return c.baddbmm_(a, b, beta, alpha);
+  if (precision == MatmulPrecision::FP32) {
+    if (beta == 0.0) {
+      product_into(c, a, b, alpha);
+      return c;
+    }
+    return c.baddbmm_(a, b, beta, alpha);
+  }
   const auto product = widened(operand_matmul(a, b, precision, scratch), c.scalar_type(), scratch);
   // β = 0: C is not read (as in BLAS), so NaN or Inf there does not propagate.
   // (zero_ and add_'s alpha: a Scalar factor of mul_ would allocate a tensor per call.)

@@ -30,8 +30,8 @@ at::ScalarType operand_dtype(MatmulPrecision precision, at::ScalarType iterate);
 at::Tensor as_operand(const at::Tensor& t, MatmulPrecision precision, Scratch& scratch);
 
 /// alpha · (a @ b) over a stack, left in the operand dtype (see above). alpha
-/// scales the float32 accumulator inside the matmul, before its one rounding: a
-/// scaled product costs no pass of its own.
+/// scales the product inside the matmul, before its result is rounded: a scaled
+/// product costs no pass of its own.
 at::Tensor operand_matmul(
     const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch, double alpha = 1.0);
 
@@ -52,7 +52,8 @@ at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b,
 /// element-wise kernels widen a 16-bit input as they load it, so there this is `t`
 /// itself; ATen's CPU kernels would first copy it into a fresh tensor of `dtype`,
 /// so elsewhere the copy is made here, into a buffer of `scratch`. Same arithmetic
-/// either way.
+/// either way, as long as the op's other inputs are in `dtype` (a plain number
+/// does not promote: t · 2.0 stays in 16 bits on CUDA).
 at::Tensor widened(const at::Tensor& t, at::ScalarType dtype, Scratch& scratch);
 
 /// Adds `values` ((b) or (N, b)) to the diagonal of each matrix of t (N, b, b), in

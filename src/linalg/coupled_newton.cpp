@@ -72,9 +72,10 @@ at::Tensor coupled_newton_root(const at::Tensor& normalized, int64_t p, const Ne
     n = as_operand(n, precision, scratch);
     if (step > 0) x = operand_matmul(x, n, precision, scratch);
     m = power_times(n, p, std::move(m), precision, scratch);
-    // ‖M − I‖ with M = −p·M'.
+    // ‖M − I‖ = ‖I + p·M'‖, in the iterate dtype on every device.
     if (is_tolerance_check_step(step, options.tolerance(), options.check_interval()) &&
-        all_within_tolerance(relative_frobenius(widened(m, iterate, scratch) * -pd - identity), options.tolerance())) {
+        all_within_tolerance(
+            relative_frobenius(at::add(identity, widened(m, iterate, scratch), pd)), options.tolerance())) {
       break;
     }
   }

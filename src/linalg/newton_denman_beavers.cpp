@@ -71,7 +71,9 @@ class ConstantTerm {
 at::Tensor step_matrix(const at::Tensor& z, const at::Tensor& y, const OddPolynomial& q, const at::Tensor& c0_identity,
     MatmulPrecision precision, Scratch& scratch, at::Tensor* residual) {
   const auto& c = q.coefficients;
-  if (z.defined() && c[2] == 0.0) {
+  // (A 16-bit E read off for a residual would resolve W − I only to ulp(1)/|c₁|:
+  // 16-bit check steps form E from W below.)
+  if (z.defined() && c[2] == 0.0 && (residual == nullptr || precision == MatmulPrecision::FP32)) {
     // c₁ scales Z·Y inside the matmul, and c₀ goes on the diagonal: the product is
     // the only pass over the stack, in 16 bits as in 32.
     auto e = operand_matmul(z, y, precision, scratch, c[1]);
@@ -95,12 +97,12 @@ at::Tensor step_matrix(const at::Tensor& z, const at::Tensor& y, const OddPolyno
 }
 
 // Takes B by value so that its buffer is free for the iterates after the first step.
-// Y, Z and E stay in the operand dtype (batched_matmul.h); the returned roots are
-// in B's dtype.
+// Y, Z and E stay in the operand dtype (batched_matmul.h), and the pass returns
+// the one it was asked for as it is: in the operand dtype, or in B's when there is
+// a single step (Z₁ = E₀).
 SquareRoots newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps, PassOutput needed,
     const NewtonOptions& newton, MatmulPrecision precision, Scratch& scratch) {
   ConstantTerm constant(b, scratch);
-  const auto iterate = b.scalar_type();
   const int64_t count = static_cast<int64_t>(steps.size());
   // First step, Z₀ = I: E₀ = q₀(B), Y₁ = B E₀ and Z₁ = E₀ save the Z·Y and E·Z matmuls.
   auto e = step_matrix(at::Tensor(), b, steps[0], constant.for_step(steps[0]), precision, scratch, nullptr);
@@ -121,7 +123,8 @@ SquareRoots newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps
     if (!last || needed == PassOutput::Root) y = operand_matmul(y, e, precision, scratch);
     if (!last || needed == PassOutput::InverseRoot) z = operand_matmul(e, z, precision, scratch);
   }
-  return {y.defined() ? in_dtype(y, iterate, scratch) : y, in_dtype(z, iterate, scratch)};
+  if (needed == PassOutput::Root) return {std::move(y), at::Tensor()};
+  return {at::Tensor(), std::move(z)};
 }
 
 // The minimax design stops once its bound is a few roundings of the matmul inputs.
@@ -167,21 +170,20 @@ std::vector<std::vector<OddPolynomial>> newton_db_schedule(
 at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions& newton, const NewtonDBOptions& options,
     MatmulPrecision precision, Scratch& scratch) {
   const auto schedule = newton_db_schedule(p, newton, options, precision);
+  const auto iterate = normalized.scalar_type();
   if (p == 1) {
     auto half = newton_db_pass(std::move(normalized), schedule[0], PassOutput::InverseRoot, newton, precision, scratch);
-    return matmul(half.inverse_root, as_operand(half.inverse_root, precision, scratch), precision, scratch);
+    const auto z = as_operand(half.inverse_root, precision, scratch);
+    return in_dtype(operand_matmul(z, z, precision, scratch), iterate, scratch);
   }
   auto input = std::move(normalized);
-  at::Tensor result;
-  for (size_t pass = 0; pass < schedule.size(); ++pass) {
-    result = at::Tensor();  // the previous pass's Z is not needed: its buffer serves this pass
-    const auto needed = pass + 1 == schedule.size() ? PassOutput::InverseRoot : PassOutput::Root;
-    auto roots = newton_db_pass(std::move(input), schedule[pass], needed, newton, precision, scratch);
-    input = std::move(roots.root);
-    result = std::move(roots.inverse_root);
+  for (size_t pass = 0; pass + 1 < schedule.size(); ++pass) {
+    auto roots = newton_db_pass(std::move(input), schedule[pass], PassOutput::Root, newton, precision, scratch);
+    input = in_dtype(roots.root, iterate, scratch);
   }
   // The chain gives Z_k ≈ (B^{1/2^{k-1}})^{-1/2} = B^{-1/2^k} = B^{-1/p}.
-  return result;
+  auto last = newton_db_pass(std::move(input), schedule.back(), PassOutput::InverseRoot, newton, precision, scratch);
+  return in_dtype(last.inverse_root, iterate, scratch);
 }
 
 }  // namespace dash::linalg

@@ -23,25 +23,32 @@
 namespace dash::linalg {
 namespace {
 
+// Sizes 3 and 8: LibTorch's CPU backend computes products under 400 multiply-adds
+// in a loop of its own, which would read c even at β = 0.
 TEST(BatchedMatmul, MatmulAddFollowsBetaAndAlphaAndIgnoresCWhenBetaIsZero) {
   auto generator = at::detail::createCPUGenerator(5);
-  const auto a = at::randn({3, 8, 8}, generator);
-  const auto b = at::randn({3, 8, 8}, generator);
-  const auto c0 = at::randn({3, 8, 8}, generator);
-  const auto product = at::matmul(a.to(at::kDouble), b.to(at::kDouble));
-  for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16}) {
-    // 16-bit operands: 8 products of numbers rounded to 2^-11 or 2^-8, relative.
-    const double tolerance = precision == MatmulPrecision::FP32   ? 1e-5
-                             : precision == MatmulPrecision::FP16 ? 2e-2
-                                                                  : 1e-1;
-    Scratch scratch;
-    for (double beta : {0.0, 1.0, 0.5}) {
-      auto c = beta == 0.0 ? at::full({3, 8, 8}, std::numeric_limits<float>::quiet_NaN()) : c0.clone();
-      matmul_add_(c, a, b, beta, -0.75, precision, scratch);
-      const auto expected = (beta == 0.0 ? at::zeros_like(product) : beta * c0.to(at::kDouble)) - 0.75 * product;
-      const double error = (c.to(at::kDouble) - expected).abs().max().item<double>();
-      EXPECT_LE(error, tolerance * product.abs().max().item<double>())
-          << "precision " << static_cast<int>(precision) << ", beta " << beta;
+  for (int64_t size : {3, 8}) {
+    const auto a = at::randn({3, size, size}, generator);
+    const auto b = at::randn({3, size, size}, generator);
+    const auto c0 = at::randn({3, size, size}, generator);
+    const auto product = at::matmul(a.to(at::kDouble), b.to(at::kDouble));
+    for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16}) {
+      // 16-bit operands: 8 products of numbers rounded to 2^-11 or 2^-8, relative.
+      const double tolerance = precision == MatmulPrecision::FP32   ? 1e-5
+                               : precision == MatmulPrecision::FP16 ? 2e-2
+                                                                    : 1e-1;
+      Scratch scratch;
+      for (double beta : {0.0, 1.0, 0.5}) {
+        for (double alpha : {-0.75, 1.0}) {
+          auto c = beta == 0.0 ? at::full({3, size, size}, std::numeric_limits<float>::quiet_NaN()) : c0.clone();
+          matmul_add_(c, a, b, beta, alpha, precision, scratch);
+          const auto expected = (beta == 0.0 ? at::zeros_like(product) : beta * c0.to(at::kDouble)) + alpha * product;
+          const double error = (c.to(at::kDouble) - expected).abs().max().item<double>();
+          EXPECT_LE(error, tolerance * product.abs().max().item<double>())
+              << "size " << size << ", precision " << static_cast<int>(precision) << ", beta " << beta << ", alpha "
+              << alpha;
+        }
+      }
     }
   }
 }
@@ -77,33 +84,47 @@ TEST(OperandMatmul, SixteenBitProductsLoseNothingInTheOperandDtype) {
   EXPECT_EQ(operand_matmul(a, b, MatmulPrecision::FP32, scratch).scalar_type(), at::kFloat);
 }
 
-// alpha scales inside the product (one rounding, in every precision) and, like
-// β = 0, never reads the buffer the product goes to: here one left full of NaN.
+// alpha scales inside the product and, like β = 0, never reads the buffer the
+// product goes to: here ones left full of NaN, at sizes on both sides of LibTorch's
+// small-product cut-off. In 16 bits the scaled product is rounded once (above the
+// cut-off, where the backend accumulates in float32): it matches
+// the exact product of the rounded operands, scaled and rounded, where rounding
+// the product before scaling would miss about a quarter of the entries.
 TEST(OperandMatmul, ScaledProductsAreRoundedOnceAndIgnoreTheBuffer) {
   auto generator = at::detail::createCPUGenerator(9);
-  const auto a = at::randn({2, 16, 16}, generator);
-  const auto b = at::randn({2, 16, 16}, generator);
-  const auto exact = -0.3 * at::matmul(a.to(at::kDouble), b.to(at::kDouble));
-  for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16}) {
-    const auto label = "precision " + std::to_string(static_cast<int>(precision));
-    const auto dtype = operand_dtype(precision, at::kFloat);
-    Scratch scratch;
-    // Three buffers of each dtype (the rounded operands, the product, the float32
-    // emulation), all NaN, then released for the product to take.
-    std::vector<at::Tensor> held;
-    for (auto type : {dtype, at::kFloat}) {
-      for (int i = 0; i < 3; ++i) {
-        held.push_back(
-            scratch.empty({2, 16, 16}, a.options().dtype(type)).fill_(std::numeric_limits<float>::quiet_NaN()));
+  for (int64_t size : {3, 7, 16}) {
+    const auto a = at::randn({2, size, size}, generator);
+    const auto b = at::randn({2, size, size}, generator);
+    for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16}) {
+      const auto label = "size " + std::to_string(size) + ", precision " + std::to_string(static_cast<int>(precision));
+      const auto dtype = operand_dtype(precision, at::kFloat);
+      Scratch scratch;
+      // Three buffers of each dtype (the rounded operands, the product, the float32
+      // emulation), all NaN, then released for the product to take.
+      std::vector<at::Tensor> held;
+      for (auto type : {dtype, at::kFloat}) {
+        for (int i = 0; i < 3; ++i) {
+          held.push_back(
+              scratch.empty({2, size, size}, a.options().dtype(type)).fill_(std::numeric_limits<float>::quiet_NaN()));
+        }
+      }
+      held.clear();
+      const auto scaled = operand_matmul(a, b, precision, scratch, -0.3);
+      EXPECT_EQ(scaled.scalar_type(), dtype) << label;
+      const auto exact = -0.3 * at::matmul(a.to(dtype).to(at::kDouble), b.to(dtype).to(at::kDouble));
+      // (LibTorch 1.13's CPU loop for products under its cut-off accumulates bf16
+      // in bf16, so there only an accumulation bound holds.)
+      const bool bounded_only = precision == MatmulPrecision::FP32 || size * size * size < 400;
+      ASSERT_TRUE(at::isfinite(scaled).all().item<bool>()) << label;
+      if (bounded_only) {
+        const double roundoff = precision == MatmulPrecision::FP32 ? 1e-6 : operand_roundoff(precision);
+        const double error = (scaled.to(at::kDouble) - exact).abs().max().item<double>();
+        EXPECT_LE(error, 4.0 * static_cast<double>(size) * roundoff * exact.abs().max().item<double>()) << label;
+      } else {
+        const auto mismatches = scaled.ne(exact.to(dtype)).sum().item<int64_t>();
+        EXPECT_LE(mismatches, scaled.numel() / 50) << label;
       }
     }
-    held.clear();
-    const auto scaled = operand_matmul(a, b, precision, scratch, -0.3);
-    EXPECT_EQ(scaled.scalar_type(), dtype) << label;
-    // 16 products of rounded operands, plus the result's own rounding.
-    const double roundoff = precision == MatmulPrecision::FP32 ? 1e-6 : operand_roundoff(precision);
-    const double error = (scaled.to(at::kDouble) - exact).abs().max().item<double>();
-    EXPECT_LE(error, 16.0 * 4.0 * roundoff * exact.abs().max().item<double>()) << label;
   }
 }
 

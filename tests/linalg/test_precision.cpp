@@ -12,6 +12,7 @@
 #include <cmath>
 #include <string>
 #include <tuple>
+#include <utility>
 
 namespace dash {
 namespace {
@@ -100,6 +101,57 @@ TEST(SixteenBitNewtonDB, FiniteAndNearTheRoundingFloorOnIllConditionedSpectra) {
         const double error = max_relative_error(root, reference);
         EXPECT_LE(error, 2.5 * std::max(floor, fp32_error)) << where;
         EXPECT_LT(error, 1.0) << where;  // closer than a zero root, where both limits are near 1
+      }
+    }
+  }
+}
+
+// The 16-bit paths beyond the table above: float64 input (the root comes back in
+// float64), p = 1, 3 and 8, blocks of 5 (below LibTorch's CPU cut-off for small
+// products, which reads the output buffer), one Newton step, and an early exit on
+// the residual. κ = 10; the bound is 10·κ^{1/p}·√b·u₁₆, ten times the level where a
+// 16-bit iteration's error settles (the table above measures ≤ 3·u₁₆ at p = 2, 4):
+// loose, but a wrong dtype, a NaN or a lost constant is off by O(1).
+TEST(SixteenBitPaths, EveryRootAndInputTypeWithinItsRoundingBound) {
+  const double condition = 10.0;
+  for (int64_t b : {5, 32}) {
+    auto spectrum = log_spaced_spectrum(3, b, condition, 53);
+    for (auto precision : {MatmulPrecision::BF16, MatmulPrecision::FP16}) {
+      const double u16 = precision == MatmulPrecision::BF16 ? 3.9e-3 : 4.9e-4;
+      for (auto method : {RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev, RootMethod::EVD}) {
+        for (int64_t p : {1, 3, 8}) {
+          if (method == RootMethod::NewtonDB && p == 3) continue;  // powers of two only
+          const double bound = 10.0 * std::pow(condition, 1.0 / p) * std::sqrt(static_cast<double>(b)) * u16;
+          const auto reference = reference_inverse_root(spectrum, 0.0, p);
+          auto options = InverseRootOptions()
+                             .method(method)
+                             .precision(precision)
+                             .epsilon(0.0)
+                             .scaling(SpectralScaleOptions().method(Scaling::Frobenius))
+                             .chebyshev(ChebyshevOptions().interval_min(1.0 / (condition * std::sqrt(b)) / 1.01));
+          // Early exit at a residual 16-bit steps can reach (CN checks ‖M − I‖, NDB ‖W − I‖).
+          auto early =
+              InverseRootOptions(options).newton(NewtonOptions().steps(30).tolerance(4.0 * u16).check_interval(2));
+          for (const auto& [name, variant] : {std::pair<std::string, InverseRootOptions>{"default", options},
+                   std::pair<std::string, InverseRootOptions>{"early exit", early}}) {
+            if (name == "early exit" && (method == RootMethod::Chebyshev || method == RootMethod::EVD)) continue;
+            for (auto dtype : {at::kFloat, at::kDouble}) {
+              const auto where = "b " + std::to_string(b) + ", " + to_string(precision) + ", " + to_string(method) +
+                                 ", p " + std::to_string(p) + ", " + name + ", " + c10::toString(dtype);
+              auto root = inverse_root(spectrum.matrices.to(dtype), p, variant);
+              EXPECT_EQ(root.scalar_type(), dtype) << where;
+              EXPECT_LE(max_relative_error(root, reference), bound) << where;
+            }
+          }
+        }
+      }
+      // One Newton step: Z₁ = E₀ (NDB) and X₁ (CN) come back as they are.
+      for (auto method : {RootMethod::CoupledNewton, RootMethod::NewtonDB}) {
+        auto one_step =
+            InverseRootOptions().method(method).precision(precision).epsilon(0.0).newton(NewtonOptions().steps(1));
+        auto root = inverse_root(spectrum.matrices.to(at::kDouble), 4, one_step);
+        EXPECT_EQ(root.scalar_type(), at::kDouble) << to_string(method);
+        EXPECT_TRUE(at::isfinite(root).all().item<bool>()) << to_string(method);
       }
     }
   }
