@@ -42,8 +42,11 @@ std::vector<at::Tensor> train(const DashOptions& options, int steps = 20) {
 
 class ExecutionModes : public ::testing::TestWithParam<RootMethod> {};
 
-// Relative difference ≤ 1e-5: the two modes run identical formulas, but a
-// batched eigh/bmm may sum in another order than the one-matrix call.
+// Relative difference ≤ 1e-4: the two modes run identical formulas, but a
+// batched eigh/bmm may sum in another order than the one-matrix call, and 20
+// steps of an ill-conditioned problem carry that forward. (EVD under LibTorch 2.6,
+// on a loaded machine, once reached 1.8e-5, and 0 in 18 reruns; a wrong root is
+// off by O(1).)
 TEST_P(ExecutionModes, SequentialEqualsBatchedAfter20Steps) {
   auto options =
       DashOptions(0.02)
@@ -56,7 +59,7 @@ TEST_P(ExecutionModes, SequentialEqualsBatchedAfter20Steps) {
   auto sequential = train(DashOptions(options).execution(Execution::Sequential));
   for (size_t i = 0; i < batched.size(); ++i) {
     auto scale = batched[i].abs().max().item<double>();
-    EXPECT_LE((batched[i] - sequential[i]).abs().max().item<double>() / scale, 1e-5) << "parameter " << i;
+    EXPECT_LE((batched[i] - sequential[i]).abs().max().item<double>() / scale, 1e-4) << "parameter " << i;
     EXPECT_TRUE(at::isfinite(batched[i]).all().item<bool>());
   }
 }
