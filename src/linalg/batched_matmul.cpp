@@ -78,7 +78,6 @@ at::Tensor operand_matmul(
 }
 
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch) {
-  if (precision == MatmulPrecision::FP32) return operand_matmul(a, b, precision, scratch);
   const auto iterate = !is_sixteen_bit(a) ? a.scalar_type() : !is_sixteen_bit(b) ? b.scalar_type() : at::kFloat;
   return in_dtype(operand_matmul(a, b, precision, scratch), iterate, scratch);
 }

@@ -34,11 +34,7 @@
 namespace dash::linalg {
 namespace {
 
-struct SquareRoots {
-  at::Tensor root;          // Y ≈ B^{1/2}
-  at::Tensor inverse_root;  // Z ≈ B^{-1/2}
-};
-
+// What a pass returns: Y ≈ B^{1/2} or Z ≈ B^{-1/2}.
 enum class PassOutput { Root, InverseRoot };
 
 // c₀I of a step's polynomial, in a (b, b) Scratch buffer that is refilled only when
@@ -100,7 +96,7 @@ at::Tensor step_matrix(const at::Tensor& z, const at::Tensor& y, const OddPolyno
 // Y, Z and E stay in the operand dtype (batched_matmul.h), and the pass returns
 // the one it was asked for as it is: in the operand dtype, or in B's when there is
 // a single step (Z₁ = E₀).
-SquareRoots newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps, PassOutput needed,
+at::Tensor newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps, PassOutput needed,
     const NewtonOptions& newton, MatmulPrecision precision, Scratch& scratch) {
   ConstantTerm constant(b, scratch);
   const int64_t count = static_cast<int64_t>(steps.size());
@@ -123,8 +119,7 @@ SquareRoots newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps
     if (!last || needed == PassOutput::Root) y = operand_matmul(y, e, precision, scratch);
     if (!last || needed == PassOutput::InverseRoot) z = operand_matmul(e, z, precision, scratch);
   }
-  if (needed == PassOutput::Root) return {std::move(y), at::Tensor()};
-  return {at::Tensor(), std::move(z)};
+  return needed == PassOutput::Root ? y : z;
 }
 
 // The minimax design stops once its bound is a few roundings of the matmul inputs.
@@ -172,18 +167,20 @@ at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions&
   const auto schedule = newton_db_schedule(p, newton, options, precision);
   const auto iterate = normalized.scalar_type();
   if (p == 1) {
-    auto half = newton_db_pass(std::move(normalized), schedule[0], PassOutput::InverseRoot, newton, precision, scratch);
-    const auto z = as_operand(half.inverse_root, precision, scratch);
+    const auto z = as_operand(
+        newton_db_pass(std::move(normalized), schedule[0], PassOutput::InverseRoot, newton, precision, scratch),
+        precision, scratch);
     return in_dtype(operand_matmul(z, z, precision, scratch), iterate, scratch);
   }
   auto input = std::move(normalized);
   for (size_t pass = 0; pass + 1 < schedule.size(); ++pass) {
-    auto roots = newton_db_pass(std::move(input), schedule[pass], PassOutput::Root, newton, precision, scratch);
-    input = in_dtype(roots.root, iterate, scratch);
+    input = in_dtype(newton_db_pass(std::move(input), schedule[pass], PassOutput::Root, newton, precision, scratch),
+        iterate, scratch);
   }
   // The chain gives Z_k ≈ (B^{1/2^{k-1}})^{-1/2} = B^{-1/2^k} = B^{-1/p}.
-  auto last = newton_db_pass(std::move(input), schedule.back(), PassOutput::InverseRoot, newton, precision, scratch);
-  return in_dtype(last.inverse_root, iterate, scratch);
+  return in_dtype(
+      newton_db_pass(std::move(input), schedule.back(), PassOutput::InverseRoot, newton, precision, scratch), iterate,
+      scratch);
 }
 
 }  // namespace dash::linalg

@@ -8,6 +8,7 @@
 #include "linalg/solvers.h"
 
 #include "support/spd_matrices.h"
+#include "support/top_level_ops.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -148,31 +149,20 @@ TEST(OperandMatmul, DiagonalConstantsAreAddedInTheirOwnPrecision) {
   EXPECT_TRUE(at::allclose(wide.diagonal(0, -2, -1), t.to(at::kFloat).diagonal(0, -2, -1) + values));
 }
 
-thread_local int depth = 0;
-thread_local int64_t stack_copies = 0;
-thread_local int64_t stack_numel = 0;
-
 // Copies of a whole stack (dtype conversions among them) that the code under test
 // dispatches itself while `run` runs: top-level aten::copy_ and aten::to calls on
 // tensors of at least `numel` elements, not those inside another op, nor the
 // (N, b) copies of a diagonal.
 int64_t stack_copies_during(int64_t numel, const std::function<void()>& run) {
-  auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
-      [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-        if (depth++ == 0 && (std::strcmp(fn.name(), "aten::copy_") == 0 || std::strcmp(fn.name(), "aten::to") == 0)) {
-          const auto inputs = fn.inputs();
-          if (!inputs.empty() && inputs[0].isTensor() && inputs[0].toTensor().numel() >= stack_numel) ++stack_copies;
-        }
-        return nullptr;
+  int64_t copies = 0;
+  testing::for_each_top_level_op(
+      [&](const at::RecordFunction& fn) {
+        if (std::strcmp(fn.name(), "aten::copy_") != 0 && std::strcmp(fn.name(), "aten::to") != 0) return;
+        const auto inputs = fn.inputs();
+        if (!inputs.empty() && inputs[0].isTensor() && inputs[0].toTensor().numel() >= numel) ++copies;
       },
-      [](const at::RecordFunction&, at::ObserverContext*) { --depth; })
-                                               .needsInputs(true)
-                                               .scopes({at::RecordScope::FUNCTION}));
-  stack_copies = 0;
-  stack_numel = numel;
-  run();
-  at::removeCallback(handle);
-  return stack_copies;
+      run);
+  return copies;
 }
 
 // Passes that copy the whole stack, per step. Every matmul used to cast both

@@ -5,6 +5,8 @@
 #include <dash/inverse_root.h>
 #include <dash/solver_cost.h>
 
+#include "support/top_level_ops.h"
+
 #include <ATen/ATen.h>
 #include <ATen/record_function.h>
 #include <c10/util/Exception.h>
@@ -17,36 +19,25 @@
 namespace dash {
 namespace {
 
-thread_local int depth = 0;
-thread_local double counted_flops = 0.0;
-
-// 2·N·m·k·n of one top-level bmm/baddbmm from its batch operands.
-void count_matmul(const at::RecordFunction& fn) {
+// 2·N·m·k·n of a bmm/baddbmm from its batch operands; 0 for any other op.
+double matmul_flops(const at::RecordFunction& fn) {
   const char* name = fn.name();
   const bool baddbmm = std::strncmp(name, "aten::baddbmm", 13) == 0;
-  if (!baddbmm && std::strncmp(name, "aten::bmm", 9) != 0) return;
+  if (!baddbmm && std::strncmp(name, "aten::bmm", 9) != 0) return 0.0;
   const auto inputs = fn.inputs();
   const auto& a = inputs[baddbmm ? 1 : 0].toTensor();
   const auto& b = inputs[baddbmm ? 2 : 1].toTensor();
-  counted_flops += 2.0 * static_cast<double>(a.size(0) * a.size(1) * a.size(2) * b.size(2));
+  return 2.0 * static_cast<double>(a.size(0) * a.size(1) * a.size(2) * b.size(2));
 }
 
 // Matmul FLOPs that inverse_root() issues for `count` random SPD b × b matrices.
 double issued_flops(int64_t count, int64_t b, int64_t p, const InverseRootOptions& options) {
   auto g = at::randn({count, b, b});
   auto a = at::baddbmm(at::eye(b) * 0.1, g, g.transpose(1, 2), 1.0, 1.0 / static_cast<double>(b));
-  auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(
-      [](const at::RecordFunction& fn) -> std::unique_ptr<at::ObserverContext> {
-        if (depth++ == 0) count_matmul(fn);
-        return nullptr;
-      },
-      [](const at::RecordFunction&, at::ObserverContext*) { --depth; })
-                                               .needsInputs(true)
-                                               .scopes({at::RecordScope::FUNCTION}));
-  counted_flops = 0.0;
-  (void)inverse_root(a, p, options);
-  at::removeCallback(handle);
-  return counted_flops;
+  double flops = 0.0;
+  testing::for_each_top_level_op(
+      [&](const at::RecordFunction& fn) { flops += matmul_flops(fn); }, [&] { (void)inverse_root(a, p, options); });
+  return flops;
 }
 
 TEST(SolverCost, FormulaEqualsTheMatmulsTheSolversIssue) {
