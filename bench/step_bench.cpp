@@ -9,6 +9,8 @@
 #include "model_shapes.h"
 #include "timing.h"
 
+#include "linalg/stack_lapack.h"
+
 #include <dash/dash.h>
 
 #include <ATen/ATen.h>
@@ -43,7 +45,7 @@ struct Measurement {
   double non_root_median_ms = 0.0;     // 0 when every timed step computed roots
   double root_mean_ms = 0.0;           // 0 when no timed step did
   double flops = 0.0;                  // per step, amortised
-  double factor_flops = 0.0;           // per step: G Gᵀ and Gᵀ G
+  double factor_flops = 0.0;           // per step: G Gᵀ and Gᵀ G (syrk: one triangle each)
   double preconditioning_flops = 0.0;  // per step: L̄ Ĝ R̄
   double ceiling_gflops = 0.0;         // bmm ceiling in the roots' precision
   double fp32_ceiling_gflops = 0.0;    // the non-root matmuls are always float32
@@ -59,13 +61,16 @@ struct Measurement {
 };
 
 // Matmul FLOPs of the non-root part of one DASH step, from the stack shapes: the
-// factor updates G Gᵀ and Gᵀ G, and the preconditioning L̄ Ĝ R̄, 2·r·c·(r + c) each
-// per block (one-sided blocks: 2·r²·c).
-void count_step_flops(const Dash& optimizer, Measurement& m) {
+// factor updates G Gᵀ and Gᵀ G, 2·r·c·(r + c) per block as GEMMs, or r·c·(r + c + 2)
+// where syrk forms one triangle of each (linalg::stack_syrk_plan), and the
+// preconditioning L̄ Ĝ R̄, 2·r·c·(r + c) (one-sided blocks: 2·r²·c, r·(r + 1)·c).
+void count_step_flops(const Dash& optimizer, const at::Device& device, Measurement& m) {
+  const bool syrk = linalg::stack_syrk_plan(device).syrk;
   for (const auto& stack : optimizer.diagnostics().block_stacks) {
     const double r = static_cast<double>(stack.rows), c = static_cast<double>(stack.cols);
     const double per_block = stack.one_sided ? 2.0 * r * r * c : 2.0 * r * c * (r + c);
-    m.factor_flops += per_block * static_cast<double>(stack.count);
+    const double per_block_syrk = stack.one_sided ? r * (r + 1.0) * c : r * c * (r + c + 2.0);
+    m.factor_flops += (syrk ? per_block_syrk : per_block) * static_cast<double>(stack.count);
     m.preconditioning_flops += per_block * static_cast<double>(stack.count);
   }
 }
@@ -162,7 +167,7 @@ Measurement finish_run(Run& run, const at::Device& device, int steps, bool profi
     return result;
   }
   auto& dash = static_cast<Dash&>(*run.optimizer);
-  count_step_flops(dash, result);
+  count_step_flops(dash, device, result);
   result.flops = dash_step_flops(dash, run.config.options, result);
   const auto precision = run.config.options.root().precision();
   result.ceiling_gflops = stack_ceiling(dash, precision, device);
@@ -387,6 +392,7 @@ int run_step_bench(const std::vector<std::string>& args) {
             << fixed(static_cast<double>(model.numel()) / 1e6, 1) << " M parameters), B = " << arguments.text("block")
             << ", device " << device << ", LibTorch threads " << at::get_num_threads() << "\n"
             << "eigh/QR of a stack: " << lapack_plan_description(device) << "; float32 matmuls: " << float32_matmuls
+            << "\nfactor updates: " << linalg::stack_syrk_plan(device).description
             << std::endl;  // before a long run, and whatever becomes of it
   nlohmann::json report;
   report["command"] = "step";
@@ -396,6 +402,7 @@ int run_step_bench(const std::vector<std::string>& args) {
   report["device"] = device.str();
   report["stack_lapack"] = lapack_plan_description(device);
   report["float32_matmuls"] = float32_matmuls;
+  report["factor_updates"] = linalg::stack_syrk_plan(device).description;
   report["rows"] = nlohmann::json::array();
 
   for (const int64_t frequency : arguments.integers("frequencies")) {

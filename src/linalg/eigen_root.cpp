@@ -70,6 +70,17 @@ at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vect
   // S Sᵀ = Q diag(f) Qᵀ: one batched matmul, and S overwrites Q where the caller
   // no longer needs Q (no third stack-sized buffer).
   at::mul_out(scaled, vectors, half_weights.unsqueeze(1));
+  if (operand_dtype(precision, scaled.scalar_type()) == scaled.scalar_type()) {
+    // On a CPU, syrk forms S Sᵀ at half the multiply-adds, exactly symmetric.
+    // LAPACK's eigenvectors are column-major: then Sᵀ has rows, and S Sᵀ = (Sᵀ)ᵀ Sᵀ.
+    const bool column_major = scaled.stride(1) == 1 && scaled.stride(2) != 1;
+    const auto rows = column_major ? scaled.transpose(1, 2) : scaled;
+    auto product = scratch.empty_like(scaled);
+    if (stack_syrk_supported(product, rows)) {
+      stack_syrk(product, rows, /*transpose_a=*/column_major, 1.0, 0.0);
+      return product;
+    }
+  }
   const auto operand = as_operand(scaled, precision, scratch);  // rounded once for both factors
   return in_dtype(operand_matmul(operand, operand.transpose(1, 2), precision, scratch), scaled.scalar_type(), scratch);
 }

@@ -1,7 +1,7 @@
 #pragma once
 
-// LAPACK over a CPU stack: one contiguous range of matrices per core, each range
-// solved with a single-threaded BLAS.
+// LAPACK (and BLAS's syrk) over a CPU stack: one contiguous range of matrices per
+// core, each range solved with a single-threaded BLAS.
 //
 // A LAPACK call on one b × b matrix (b ≤ 1024) gains little or nothing from a
 // second BLAS thread: eigh's reduction to tridiagonal form is matrix–vector work,
@@ -34,6 +34,7 @@ namespace dash::linalg {
 /// call on the whole stack, with the BLAS's own threads), and why, in words.
 struct StackLapackPlan {
   int64_t workers = 1;
+  int64_t blas_threads = 1;  ///< the BLAS's own thread count where the split can control it, else 1
   std::string description;
 };
 
@@ -67,6 +68,36 @@ at::Tensor stack_eigh(const at::Tensor& stack, const at::Tensor& vectors);
 /// A (N, b, b) view of `buffer` (contiguous, the stack's shape) whose matrices are
 /// column-major: what LAPACK writes without a copy.
 at::Tensor column_major_view(const at::Tensor& buffer);
+
+/// out = a @ b for (N, m, k) and (N, k, n) stacks. On a CPU whose OpenBLAS the
+/// split controls, and a stack of at least as many matrices as BLAS threads, one
+/// range per thread with a single-threaded BLAS: as fast as OpenBLAS's own
+/// threads, and it leaves no OpenBLAS worker spinning afterwards. (A worker spins
+/// for about 0.1 s after each multi-threaded call and takes a core from the next
+/// split: it slowed stack_syrk() from 45 to 85 ms on llama-tiny's factors,
+/// docs/benchmarks.md, "Factor updates with syrk".) Otherwise one at::bmm_out.
+at::Tensor& stack_bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
+
+/// Whether stack_syrk() takes `c` and `a` (else the caller multiplies): CPU float32
+/// or float64 stacks of one dtype, matrices with unit column stride, and a pthreads
+/// OpenBLAS that exports cblas_ssyrk/cblas_dsyrk (as stack_lapack_plan() requires of
+/// the split; other BLAS libraries keep their own batched GEMM, unmeasured here).
+bool stack_syrk_supported(const at::Tensor& c, const at::Tensor& a);
+
+/// C ← β C + α A Aᵀ (or α Aᵀ A with `transpose_a`) for every matrix of the stacks,
+/// through for_each_stack_range(): BLAS syrk computes the lower triangle (half a
+/// GEMM's multiply-adds), which is then mirrored into the upper one while the
+/// matrix is in cache, so C stays exactly symmetric. β = 0 ignores what C held.
+/// Requires stack_syrk_supported(c, a).
+void stack_syrk(const at::Tensor& c, const at::Tensor& a, bool transpose_a, double alpha, double beta);
+
+/// How a float32 factor stack on `device` is updated: by stack_syrk() or not (one
+/// GEMM), and why, in words.
+struct StackSyrkPlan {
+  bool syrk = false;
+  std::string description;
+};
+StackSyrkPlan stack_syrk_plan(const at::Device& device);
 
 /// at::linalg_qr (reduced) of an (N, b, b) stack through for_each_stack_range(): Q, R.
 std::tuple<at::Tensor, at::Tensor> stack_qr(const at::Tensor& stack);

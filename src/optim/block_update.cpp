@@ -3,6 +3,8 @@
 #include "optim/fused_moments.h"
 #include "optim/grafting.h"
 
+#include "linalg/stack_lapack.h"
+
 #include <ATen/ATen.h>
 
 namespace dash::optim {
@@ -14,6 +16,12 @@ at::Tensor bias_correction(double beta, const at::Tensor& steps, bool enabled) {
 
 void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, double beta) {
   const double weight = beta < 1.0 ? 1.0 - beta : 1.0;
+  // A factor is symmetric: where a CPU BLAS can form one triangle, it does half
+  // the multiply-adds (docs/benchmarks.md, "Factor updates with syrk").
+  if (linalg::stack_syrk_supported(factor, grad)) {
+    linalg::stack_syrk(factor, grad, /*transpose_a=*/!left, weight, beta);
+    return;
+  }
   auto transposed = grad.transpose(1, 2);
   if (left) {
     factor.baddbmm_(grad, transposed, beta, weight);
@@ -47,8 +55,8 @@ at::Tensor preconditioned_direction(
   const bool rescale = grafting_for(grafting).rescales_update();
   at::Tensor graft_norm;
   if (rescale) graft_norm = at::linalg_vector_norm(work.graft, 2, {1, 2}, /*keepdim=*/true);
-  at::bmm_out(work.product, left_root, work.ghat);
-  auto& u = right_root.defined() ? at::bmm_out(work.direction, work.product, right_root) : work.product;
+  linalg::stack_bmm_out(work.product, left_root, work.ghat);
+  auto& u = right_root.defined() ? linalg::stack_bmm_out(work.direction, work.product, right_root) : work.product;
   if (!rescale) return scale == 1.0 ? u : u.mul_(scale);
   // The scale rides on the (n, 1, 1) ratio: no pass of its own over U.
   return u.mul_(graft_norm.mul_(scale) / (at::linalg_vector_norm(u, 2, {1, 2}, /*keepdim=*/true) + 1e-16));

@@ -48,6 +48,8 @@ struct Workspace {
 at::Tensor bias_correction(double beta, const at::Tensor& steps, bool enabled);
 
 /// L ← β L + (1 − β) G Gᵀ (left) or R ← β R + (1 − β) Gᵀ G, in place; β = 1 adds.
+/// The factor must be symmetric: on a CPU only its lower triangle may be read
+/// (linalg::stack_syrk), and the result is then exactly symmetric.
 void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, double beta);
 
 /// Updates M and A in place and writes Ĝ (the bias-corrected gradient EMA) into
