@@ -79,6 +79,9 @@ class SingleThreadedBlas {
   int previous_;
 };
 
+// Less work than this (≈ 0.1 ms on one core) is not worth starting a thread for.
+constexpr double kFlopsPerWorker = 4e6;
+
 int64_t workers_for(int64_t matrices, int blas_threads) {
   return std::max<int64_t>(1, std::min<int64_t>(matrices, blas_threads));
 }
@@ -97,7 +100,8 @@ StackLapackPlan stack_lapack_plan(int64_t matrices, const at::Device& device) {
           " OpenBLAS threads, each single-threaded"};
 }
 
-void for_each_stack_range(const at::Tensor& stack, const std::function<void(int64_t first, int64_t last)>& solve) {
+void for_each_stack_range(
+    const at::Tensor& stack, const std::function<void(int64_t first, int64_t last)>& solve, int64_t max_workers) {
   const int64_t count = stack.size(0);
   const auto& blas = openblas();
   if (count == 0 || !stack.device().is_cpu() || !blas.controllable()) return solve(0, count);
@@ -106,7 +110,7 @@ void for_each_stack_range(const at::Tensor& stack, const std::function<void(int6
   const int threads = blas.get_threads();
   if (threads <= 1) return solve(0, count);
   const SingleThreadedBlas single_threaded(threads);
-  const auto workers = workers_for(count, threads);
+  const auto workers = std::max<int64_t>(1, std::min(workers_for(count, threads), max_workers));
   const auto first_of = [&](int64_t worker) { return count * worker / workers; };
 
   const at::ThreadLocalState caller_state;
@@ -168,10 +172,14 @@ at::Tensor stack_eigh(const at::Tensor& stack, const at::Tensor& vectors) {
 at::Tensor column_major_view(const at::Tensor& buffer) { return buffer.transpose(-2, -1); }
 
 at::Tensor& stack_bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(out.dim() == 3 && a.dim() == 3 && b.dim() == 3 && a.size(0) == out.size(0) && b.size(0) == out.size(0) &&
+                  a.size(2) == b.size(1) && out.size(1) == a.size(1) && out.size(2) == b.size(2),
+      "dash: stack_bmm_out: ", a.sizes(), " @ ", b.sizes(), " does not fit ", out.sizes());
   const auto plan = stack_lapack_plan(out.size(0), out.device());
-  if (plan.workers < plan.blas_threads || plan.workers <= 1) return at::bmm_out(out, a, b);
-  TORCH_CHECK(a.size(0) == out.size(0) && b.size(0) == out.size(0), "dash: stack_bmm_out: stacks of ", a.size(0),
-      " and ", b.size(0), " matrices into ", out.size(0));
+  const double flops = 2.0 * static_cast<double>(out.numel()) * static_cast<double>(a.size(2));
+  if (plan.workers <= 1 || plan.workers < plan.blas_threads || flops < kFlopsPerWorker * plan.workers) {
+    return at::bmm_out(out, a, b);
+  }
   for_each_stack_range(out, [&](int64_t first, int64_t last) {
     auto range = out.slice(0, first, last);
     at::bmm_out(range, a.slice(0, first, last), b.slice(0, first, last));
@@ -204,8 +212,14 @@ const CblasSyrks& cblas_syrks() {
 #ifdef DASH_HAVE_DLSYM
     const auto config = reinterpret_cast<const char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
     if (config == nullptr || std::strstr(config(), "USE64BITINT") != nullptr) return found;
-    found.single_precision = reinterpret_cast<CblasSyrk<float>>(dlsym(RTLD_DEFAULT, "cblas_ssyrk"));
-    found.double_precision = reinterpret_cast<CblasSyrk<double>>(dlsym(RTLD_DEFAULT, "cblas_dsyrk"));
+    // From OpenBLAS's own library: a CBLAS of another library loaded earlier
+    // (MKL, say) could come first in the global scope.
+    Dl_info library{};
+    if (dladdr(reinterpret_cast<void*>(config), &library) == 0 || library.dli_fname == nullptr) return found;
+    void* openblas_library = dlopen(library.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (openblas_library == nullptr) return found;
+    found.single_precision = reinterpret_cast<CblasSyrk<float>>(dlsym(openblas_library, "cblas_ssyrk"));
+    found.double_precision = reinterpret_cast<CblasSyrk<double>>(dlsym(openblas_library, "cblas_dsyrk"));
 #endif
     return found;
   }();
@@ -260,8 +274,9 @@ bool stack_syrk_supported(const at::Tensor& c, const at::Tensor& a) {
     return false;
   }
   constexpr auto kIntMax = static_cast<int64_t>(std::numeric_limits<int>::max());
-  // C's matrices are written: they must not overlap (an expanded stack would).
-  const bool distinct = c.size(0) <= 1 || c.stride(0) >= c.size(1) * c.stride(1);
+  // C's matrices are written: they must not overlap (an expanded stack would),
+  // nor share storage with A.
+  const bool distinct = (c.size(0) <= 1 || c.stride(0) >= c.size(1) * c.stride(1)) && !c.is_alias_of(a);
   return c.size(1) == c.size(2) && c.stride(2) == 1 && a.stride(2) == 1 && c.size(0) == a.size(0) && distinct &&
          c.stride(1) >= std::max<int64_t>(1, c.size(1)) && a.stride(1) >= std::max<int64_t>(1, a.size(2)) &&
          c.stride(1) <= kIntMax && a.stride(1) <= kIntMax && a.size(1) <= kIntMax && a.size(2) <= kIntMax;
@@ -272,13 +287,19 @@ void stack_syrk(const at::Tensor& c, const at::Tensor& a, bool transpose_a, doub
       ", ", c.device(), ") and ", a.sizes(), " (", a.scalar_type(), ", ", a.device(), ")");
   TORCH_CHECK(c.size(1) == (transpose_a ? a.size(2) : a.size(1)), "dash: stack_syrk: C of ", c.sizes(),
       " does not fit A", transpose_a ? "ᵀA" : "Aᵀ", " for A of ", a.sizes());
-  for_each_stack_range(c, [&](int64_t first, int64_t last) {
-    if (c.scalar_type() == at::kFloat) {
-      syrk_range<float>(c, a, transpose_a, alpha, beta, first, last, cblas_syrks().single_precision);
-    } else {
-      syrk_range<double>(c, a, transpose_a, alpha, beta, first, last, cblas_syrks().double_precision);
-    }
-  });
+  const double n = static_cast<double>(c.size(1));
+  const double k = static_cast<double>(transpose_a ? a.size(1) : a.size(2));
+  const double flops = static_cast<double>(c.size(0)) * n * (n + 1.0) * k;
+  for_each_stack_range(
+      c,
+      [&](int64_t first, int64_t last) {
+        if (c.scalar_type() == at::kFloat) {
+          syrk_range<float>(c, a, transpose_a, alpha, beta, first, last, cblas_syrks().single_precision);
+        } else {
+          syrk_range<double>(c, a, transpose_a, alpha, beta, first, last, cblas_syrks().double_precision);
+        }
+      },
+      static_cast<int64_t>(flops / kFlopsPerWorker));
 }
 
 StackSyrkPlan stack_syrk_plan(const at::Device& device) {

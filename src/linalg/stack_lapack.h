@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <tuple>
 
@@ -54,8 +55,11 @@ StackLapackPlan stack_lapack_plan(int64_t matrices, const at::Device& device);
 /// restored afterwards; otherwise solve(0, N) on the caller's thread. Not
 /// reentrant: `solve` must not call it. `solve`
 /// writes its results into the caller's outputs at [first, last). An exception in
-/// any range is rethrown here after every range has finished.
-void for_each_stack_range(const at::Tensor& stack, const std::function<void(int64_t first, int64_t last)>& solve);
+/// any range is rethrown here after every range has finished. `max_workers` caps
+/// the ranges (work too small to pay for starting a thread); each range still
+/// gets a single-threaded BLAS.
+void for_each_stack_range(const at::Tensor& stack, const std::function<void(int64_t first, int64_t last)>& solve,
+    int64_t max_workers = std::numeric_limits<int64_t>::max());
 
 /// at::linalg_eigh of an (N, b, b) stack through for_each_stack_range(): returns
 /// the eigenvalues (N, b), ascending, and writes the eigenvectors (columns) into
@@ -88,6 +92,11 @@ bool stack_syrk_supported(const at::Tensor& c, const at::Tensor& a);
 /// through for_each_stack_range(): BLAS syrk computes the lower triangle (half a
 /// GEMM's multiply-adds), which is then mirrored into the upper one while the
 /// matrix is in cache, so C stays exactly symmetric. β = 0 ignores what C held.
+/// Every matrix gets a single-threaded syrk, a stack of one included, so that its
+/// result does not depend on the stack it is in (as for eigh); one 256² syrk runs
+/// about as fast on one core as a GEMM of the same product on two. Splits more
+/// often than eigh does (two to four times per stack and step with stack_bmm_out),
+/// and so sets the process's OpenBLAS to one thread that often.
 /// Requires stack_syrk_supported(c, a).
 void stack_syrk(const at::Tensor& c, const at::Tensor& a, bool transpose_a, double alpha, double beta);
 

@@ -184,7 +184,9 @@ TEST(StackLapack, SyrkMatchesFloat64AndIsExactlySymmetric) {
         const auto a = wide.narrow(2, 3, 70);  // rows of 70 in rows of 90
         const int64_t n = transpose_a ? 70 : 37;
         auto c = at::randn({5, n, n}, dtype);
-        c = at::bmm(c, c.transpose(1, 2));
+        // Rows of n in rows of n + 7: the zeroing and the mirror must follow C's row stride.
+        auto c_rows = at::zeros({5, n, n + 7}, dtype);
+        c = c_rows.narrow(2, 0, n).copy_(at::bmm(c, c.transpose(1, 2)));
         if (beta == 0.0) c.fill_(std::numeric_limits<double>::quiet_NaN());
         const auto a64 = a.to(at::kDouble);
         const auto gram = transpose_a ? at::bmm(a64.transpose(1, 2), a64) : at::bmm(a64, a64.transpose(1, 2));
@@ -224,6 +226,8 @@ TEST(StackLapack, SyrkRefusesWhatItCannotTake) {
   EXPECT_FALSE(stack_syrk_supported(c.transpose(1, 2), a));
   EXPECT_FALSE(stack_syrk_supported(at::zeros({1, 4, 4}).expand({2, 4, 4}), a));  // overlapping outputs
   EXPECT_FALSE(stack_syrk_supported(at::zeros({3, 4, 4}), a));
+  const auto shared = at::zeros({2, 4, 10});
+  EXPECT_FALSE(stack_syrk_supported(shared.narrow(2, 0, 4), shared.narrow(2, 4, 6)));  // C and A in one storage
   try {
     stack_syrk(c.to(at::kHalf), a.to(at::kHalf), false, 1.0, 1.0);
     FAIL() << "no error";
@@ -253,17 +257,27 @@ TEST(StackLapack, EvdRootsFromSyrkAreExactlySymmetric) {
   EXPECT_LT(((root.to(at::kDouble) - reference).norm() / reference.norm()).item<double>(), 1e-5);
 }
 
-// A stack's bmm split over the cores gives the product of one call.
+// A stack's bmm split over the cores gives the product of one call; stacks large
+// enough to be split, and small ones that are not.
 TEST(StackLapack, BmmOverRangesIsTheProduct) {
   at::manual_seed(5);
   for (int64_t count : {1, 2, 5}) {
-    const auto a = at::randn({count, 33, 20});
-    const auto b = at::randn({count, 20, 17});
-    auto out = at::full({count, 33, 17}, std::numeric_limits<float>::quiet_NaN());
-    EXPECT_EQ(&stack_bmm_out(out, a, b), &out);
-    const auto expected = at::bmm(a.to(at::kDouble), b.to(at::kDouble));
-    EXPECT_LT((out.to(at::kDouble) - expected).abs().max().item<double>(), 1e-5 * expected.abs().max().item<double>())
-        << "count " << count;
+    for (int64_t size : {9, 130}) {
+      const auto a = at::randn({count, size + 3, size});
+      const auto b = at::randn({count, size, size - 2});
+      auto out = at::full({count, size + 3, size - 2}, std::numeric_limits<float>::quiet_NaN());
+      EXPECT_EQ(&stack_bmm_out(out, a, b), &out);
+      const auto expected = at::bmm(a.to(at::kDouble), b.to(at::kDouble));
+      EXPECT_LT((out.to(at::kDouble) - expected).abs().max().item<double>(), 1e-5 * expected.abs().max().item<double>())
+          << "count " << count << " size " << size;
+    }
+  }
+  auto wrong = at::zeros({2, 4, 4});
+  try {
+    stack_bmm_out(wrong, at::zeros({2, 4, 3}), at::zeros({2, 3, 5}));
+    FAIL() << "no error";
+  } catch (const c10::Error& error) {
+    EXPECT_THAT(error.what_without_backtrace(), HasSubstr("does not fit"));
   }
 }
 
