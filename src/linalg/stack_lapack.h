@@ -1,7 +1,7 @@
 #pragma once
 
-// LAPACK (and BLAS's syrk) over a CPU stack: one contiguous range of matrices per
-// core, each range solved with a single-threaded BLAS.
+// LAPACK (and BLAS's syrk and bmm) over a CPU stack: one contiguous range of
+// matrices per core, each range solved with a single-threaded BLAS.
 //
 // A LAPACK call on one b × b matrix (b ≤ 1024) gains little or nothing from a
 // second BLAS thread: eigh's reduction to tridiagonal form is matrix–vector work,
@@ -78,8 +78,9 @@ at::Tensor column_major_view(const at::Tensor& buffer);
 /// range per thread with a single-threaded BLAS: as fast as OpenBLAS's own
 /// threads, and it leaves no OpenBLAS worker spinning afterwards. (A worker spins
 /// for about 0.1 s after each multi-threaded call and takes a core from the next
-/// split: it slowed stack_syrk() from 45 to 85 ms on llama-tiny's factors,
-/// docs/benchmarks.md, "Factor updates with syrk".) Otherwise one at::bmm_out.
+/// split: within 50 ms of a 2-thread bmm, a stack_syrk() of 324 factors of 256²
+/// took 62–90 ms instead of 44–46, docs/benchmarks.md, "Factor updates with
+/// syrk".) Otherwise, and for work too small to split, one at::bmm_out.
 at::Tensor& stack_bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
 
 /// Whether stack_syrk() takes `c` and `a` (else the caller multiplies): CPU float32
