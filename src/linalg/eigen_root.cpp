@@ -70,7 +70,7 @@ at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vect
   // S Sᵀ = Q diag(f) Qᵀ: one batched matmul, and S overwrites Q where the caller
   // no longer needs Q (no third stack-sized buffer).
   at::mul_out(scaled, vectors, half_weights.unsqueeze(1));
-  if (operand_dtype(precision, scaled.scalar_type()) == scaled.scalar_type()) {
+  if (operand_dtype(precision, scaled.scalar_type()) == scaled.scalar_type() && stack_syrk_plan(scaled.device()).syrk) {
     // On a CPU, syrk forms S Sᵀ at half the multiply-adds, exactly symmetric.
     // LAPACK's eigenvectors are column-major: then Sᵀ has rows, and S Sᵀ = (Sᵀ)ᵀ Sᵀ.
     const bool column_major = scaled.stride(1) == 1 && scaled.stride(2) != 1;

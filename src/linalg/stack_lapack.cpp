@@ -232,6 +232,11 @@ bool syrk_found(at::ScalarType dtype) {
                              : dtype == at::kDouble && syrks.double_precision != nullptr;
 }
 
+// What stack_syrk_plan() spells out: a CPU stack, an OpenBLAS the split controls, its syrk.
+bool syrk_runs_on(const at::Device& device, at::ScalarType dtype) {
+  return device.is_cpu() && openblas().controllable() && syrk_found(dtype);
+}
+
 // Copies the lower triangle of a row-major n × n matrix into its upper one, in
 // tiles, so that both the rows read and the rows written stay in cache.
 template <typename Scalar>
@@ -269,8 +274,8 @@ void syrk_range(const at::Tensor& c, const at::Tensor& a, bool transpose_a, doub
 }  // namespace
 
 bool stack_syrk_supported(const at::Tensor& c, const at::Tensor& a) {
-  if (!c.device().is_cpu() || !a.device().is_cpu() || c.scalar_type() != a.scalar_type() ||
-      !syrk_found(c.scalar_type()) || !openblas().controllable() || c.dim() != 3 || a.dim() != 3) {
+  if (c.device() != a.device() || c.scalar_type() != a.scalar_type() || !syrk_runs_on(c.device(), c.scalar_type()) ||
+      c.dim() != 3 || a.dim() != 3) {
     return false;
   }
   constexpr auto kIntMax = static_cast<int64_t>(std::numeric_limits<int>::max());
