@@ -149,7 +149,8 @@ Row solve_from_scratch(const Configuration& config, const Shape& shape, const In
   row.timing =
       time_it([&] { return inverse_root(inputs.input, settings.p, solver); }, settings.warmup, settings.repetitions);
   row.error = testing::max_relative_error(inverse_root(inputs.input, settings.p, solver).cpu(), inputs.reference);
-  row.gflops = inverse_root_flops(shape.count, shape.b, settings.p, solver) / (row.timing.median_ms * 1e6);
+  row.gflops =
+      inverse_root_flops(shape.count, shape.b, settings.p, solver, settings.device) / (row.timing.median_ms * 1e6);
   row.ceiling_fraction = row.gflops / ceilings.at(config.precision);
   return row;
 }
@@ -231,7 +232,8 @@ void print_header(const Settings& settings) {
             << ", spectrum log-spaced with condition " << scientific(settings.condition) << ", epsilon "
             << settings.epsilon << ", defaults otherwise (10 Newton steps, degree 40, 10 power steps × 16 vectors)\n"
             << "eigh/QR of a stack: " << lapack_plan_description(settings.device)
-            << "; float32 matmuls: " << settings.float32_matmuls << "\n";
+            << "; float32 matmuls: " << settings.float32_matmuls
+            << "\nsolver products (fp32): " << solver_products_description(settings.device) << "\n";
   if (settings.warm_start) {
     std::cout << "warm start: each matrix after " << settings.ema_steps << " EMA steps (beta " << settings.ema_beta
               << ") of gradients with its own second moment; evd-warm starts from the eigenbasis before them\n";
@@ -263,6 +265,7 @@ int run_solver_bench(const std::vector<std::string>& args) {
   report["condition"] = settings.condition;
   report["epsilon"] = settings.epsilon;
   report["float32_matmuls"] = settings.float32_matmuls;
+  report["solver_products"] = solver_products_description(settings.device);
   report["warmup"] = settings.warmup;
   report["repetitions"] = settings.repetitions;
   if (settings.warm_start) {

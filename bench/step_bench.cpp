@@ -9,7 +9,7 @@
 #include "model_shapes.h"
 #include "timing.h"
 
-#include "linalg/stack_lapack.h"
+#include "linalg/stack_blas.h"
 
 #include <dash/dash.h>
 
@@ -65,7 +65,7 @@ struct Measurement {
 // where syrk forms one triangle of each (linalg::stack_syrk_plan), and the
 // preconditioning L̄ Ĝ R̄, 2·r·c·(r + c) (one-sided blocks: 2·r²·c, r·(r + 1)·c).
 void count_step_flops(const Dash& optimizer, const at::Device& device, Measurement& m) {
-  const bool syrk = linalg::stack_syrk_plan(device).syrk;
+  const bool syrk = linalg::stack_syrk_plan(device).one_triangle;
   for (const auto& stack : optimizer.diagnostics().block_stacks) {
     const double r = static_cast<double>(stack.rows), c = static_cast<double>(stack.cols);
     const double per_block = stack.one_sided ? 2.0 * r * r * c : 2.0 * r * c * (r + c);
@@ -75,13 +75,16 @@ void count_step_flops(const Dash& optimizer, const at::Device& device, Measureme
   }
 }
 
-// All FLOPs of a step, amortised: the non-root matmuls plus the inverse roots every f steps.
-double dash_step_flops(const Dash& optimizer, const DashOptions& options, const Measurement& m) {
+// All FLOPs of a step, amortised: the non-root matmuls plus the inverse roots every
+// f steps, as `device` runs them (one triangle of the solvers' symmetric products on
+// a CPU, solver_cost.h).
+double dash_step_flops(
+    const Dash& optimizer, const DashOptions& options, const Measurement& m, const at::Device& device) {
   double flops = m.factor_flops + m.preconditioning_flops;
   for (const auto& stack : optimizer.diagnostics().factor_stacks) {
     if (stack.root_method == RootMethod::Auto) continue;  // not chosen yet: no root computed
-    flops += inverse_root_flops(
-                 stack.count, stack.size, stack.root, InverseRootOptions(options.root()).method(stack.root_method)) /
+    flops += inverse_root_flops(stack.count, stack.size, stack.root,
+                 InverseRootOptions(options.root()).method(stack.root_method), device) /
              static_cast<double>(options.root_frequency());
   }
   return flops;
@@ -168,7 +171,7 @@ Measurement finish_run(Run& run, const at::Device& device, int steps, bool profi
   }
   auto& dash = static_cast<Dash&>(*run.optimizer);
   count_step_flops(dash, device, result);
-  result.flops = dash_step_flops(dash, run.config.options, result);
+  result.flops = dash_step_flops(dash, run.config.options, result, device);
   const auto precision = run.config.options.root().precision();
   result.ceiling_gflops = stack_ceiling(dash, precision, device);
   result.fp32_ceiling_gflops =
@@ -393,6 +396,7 @@ int run_step_bench(const std::vector<std::string>& args) {
             << ", device " << device << ", LibTorch threads " << at::get_num_threads() << "\n"
             << "eigh/QR of a stack: " << lapack_plan_description(device) << "; float32 matmuls: " << float32_matmuls
             << "\nfactor updates: " << linalg::stack_syrk_plan(device).description
+            << "\nsolver products (fp32): " << solver_products_description(device)
             << std::endl;  // before a long run, and whatever becomes of it
   nlohmann::json report;
   report["command"] = "step";
@@ -403,6 +407,7 @@ int run_step_bench(const std::vector<std::string>& args) {
   report["stack_lapack"] = lapack_plan_description(device);
   report["float32_matmuls"] = float32_matmuls;
   report["factor_updates"] = linalg::stack_syrk_plan(device).description;
+  report["solver_products"] = solver_products_description(device);
   report["rows"] = nlohmann::json::array();
 
   for (const int64_t frequency : arguments.integers("frequencies")) {

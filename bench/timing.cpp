@@ -1,6 +1,7 @@
 #include "timing.h"
 
 #include "common/device_clock.h"
+#include "linalg/stack_blas.h"
 #include "linalg/stack_lapack.h"
 
 #include <ATen/ATen.h>
@@ -58,6 +59,10 @@ double bmm_gflops(int64_t count, int64_t b, at::ScalarType dtype, const at::Devi
 std::string lapack_plan_description(const at::Device& device) {
   // A stack as large as any: the plan's worker count is then the BLAS's thread count.
   return linalg::stack_lapack_plan(/*matrices=*/1 << 20, device).description;
+}
+
+std::string solver_products_description(const at::Device& device) {
+  return linalg::stack_symmetric_product_plan(device).description;
 }
 
 std::string set_float32_matmul_mode(bool allow_tf32) {

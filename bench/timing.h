@@ -36,6 +36,10 @@ double bmm_gflops(int64_t count, int64_t b, at::ScalarType dtype, const at::Devi
 /// How a stack's eigh and QR run on `device` (src/linalg/stack_lapack.h), in words.
 std::string lapack_plan_description(const at::Device& device);
 
+/// How the matmul solvers' symmetric products run on `device` in FP32 mode
+/// (src/linalg/stack_blas.h), in words.
+std::string solver_products_description(const at::Device& device);
+
 /// `--tf32 1`: float32 matmuls may run as TF32 on tensor cores, as the paper's
 /// "fp32" GPU rows did (LibTorch's default keeps IEEE float32). Sets it
 /// process-wide and returns it in words for the report.

@@ -15,4 +15,14 @@ namespace dash {
 /// Iterative solvers count their fixed steps (an early stop does fewer).
 double inverse_root_flops(int64_t count, int64_t b, int64_t p, const InverseRootOptions& options = {});
 
+/// The FLOPs inverse_root() runs on `device`: as above, except where that device
+/// computes one triangle of a symmetric product. On a CPU with a pthreads OpenBLAS,
+/// in FP32 precision, the matmuls of coupled Newton and Chebyshev and NewtonDB's
+/// Y·E and E·Z (not its Z·Y) are products of two polynomials in the same matrix,
+/// run as GEMMs on column panels of the lower triangle (about (b + w)/(2b) of a
+/// GEMM, w = b/8 clamped to 32…128), and EVD's Q diag Qᵀ is a syrk (b²(b + 1)). A
+/// benchmark divides by this to compare its time with the matmul ceiling.
+double inverse_root_flops(
+    int64_t count, int64_t b, int64_t p, const InverseRootOptions& options, const at::Device& device);
+
 }  // namespace dash

@@ -1,5 +1,7 @@
 #include "linalg/batched_matmul.h"
 
+#include "linalg/stack_blas.h"
+
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
@@ -27,8 +29,19 @@ std::vector<int64_t> product_sizes(const at::Tensor& a, const at::Tensor& b) {
 constexpr int64_t kSmallProduct = 32 * 32 * 32;
 
 // c = alpha · a @ b: what c held is never read (an uninitialised Scratch buffer,
-// or NaN, does not propagate).
-void product_into(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha) {
+// or NaN, does not propagate). On a CPU whose OpenBLAS the stack split controls,
+// every product is one single-threaded GEMM per piece of the stack (stack_blas.h):
+// one bmm on OpenBLAS's own threads would leave a worker spinning that slows the
+// split products after it.
+void product_into(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, Product product) {
+  if (product == Product::Symmetric && stack_symmetric_product_supported(c, a, b)) {
+    stack_symmetric_product(c, a, b, alpha, /*beta=*/0.0);
+    return;
+  }
+  if (stack_gemm_supported(c, a, b)) {
+    stack_gemm(c, a, b, alpha, /*beta=*/0.0);
+    return;
+  }
   if (alpha == 1.0) {
     at::bmm_out(c, a, b);
     return;
@@ -49,10 +62,11 @@ at::Tensor sixteen_bit_bmm(const at::Tensor& a16, const at::Tensor& b16, double 
         "dash: this LibTorch has no float16 bmm on CPU; FP16 matmuls are emulated "
         "in float32 with float16 rounding of operands and results");
     auto product32 = scratch.empty(product16.sizes(), product16.options().dtype(at::kFloat));
-    product_into(product32, in_dtype(a16, at::kFloat, scratch), in_dtype(b16, at::kFloat, scratch), alpha);
+    product_into(
+        product32, in_dtype(a16, at::kFloat, scratch), in_dtype(b16, at::kFloat, scratch), alpha, Product::General);
     product16.copy_(product32);
   } else {
-    product_into(product16, a16, b16, alpha);
+    product_into(product16, a16, b16, alpha, Product::General);
   }
   return product16;
 }
@@ -67,13 +81,15 @@ at::Tensor as_operand(const at::Tensor& t, MatmulPrecision precision, Scratch& s
   return in_dtype(t, operand_dtype(precision, t.scalar_type()), scratch);
 }
 
-at::Tensor operand_matmul(
-    const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch, double alpha) {
+at::Tensor operand_matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch,
+    double alpha, Product product) {
   if (precision == MatmulPrecision::FP32) {
     auto out = scratch.empty(product_sizes(a, b), a.options());
-    product_into(out, a, b, alpha);
+    product_into(out, a, b, alpha, product);
     return out;
   }
+  // 16-bit products are whole GEMMs: the float32 emulation on a CPU reproduces a
+  // GPU's 16-bit bmm, which has no one-triangle form.
   return sixteen_bit_bmm(as_operand(a, precision, scratch), as_operand(b, precision, scratch), alpha, scratch);
 }
 
@@ -83,20 +99,28 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision prec
 }
 
 at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double beta, double alpha,
-    MatmulPrecision precision, Scratch& scratch) {
+    MatmulPrecision precision, Scratch& scratch, Product product) {
   if (precision == MatmulPrecision::FP32) {
     if (beta == 0.0) {
-      product_into(c, a, b, alpha);
+      product_into(c, a, b, alpha, product);
+      return c;
+    }
+    if (product == Product::Symmetric && stack_symmetric_product_supported(c, a, b)) {
+      stack_symmetric_product(c, a, b, alpha, beta);
+      return c;
+    }
+    if (stack_gemm_supported(c, a, b)) {
+      stack_gemm(c, a, b, alpha, beta);
       return c;
     }
     return c.baddbmm_(a, b, beta, alpha);
   }
-  const auto product = widened(operand_matmul(a, b, precision, scratch), c.scalar_type(), scratch);
+  const auto sum = widened(operand_matmul(a, b, precision, scratch), c.scalar_type(), scratch);
   // β = 0: C is not read (as in BLAS), so NaN or Inf there does not propagate.
   // (zero_ and add_'s alpha: a Scalar factor of mul_ would allocate a tensor per call.)
-  if (beta == 0.0) return c.zero_().add_(product, alpha);
+  if (beta == 0.0) return c.zero_().add_(sum, alpha);
   if (beta != 1.0) c.mul_(beta);
-  return c.add_(product, alpha);
+  return c.add_(sum, alpha);
 }
 
 at::Tensor widened(const at::Tensor& t, at::ScalarType dtype, Scratch& scratch) {

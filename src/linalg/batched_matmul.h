@@ -25,6 +25,17 @@ namespace dash::linalg {
 /// itself in FP32 mode.
 at::ScalarType operand_dtype(MatmulPrecision precision, at::ScalarType iterate);
 
+/// What a product is known to be. `Symmetric`: a and b are symmetric and commute,
+/// as polynomials in one matrix do (every iterate of the Newton and Chebyshev
+/// solvers, and their squares), so a @ b is symmetric. In FP32 mode a CPU then
+/// computes only its lower triangle, in float32 and float64
+/// (stack_symmetric_product, stack_blas.h); elsewhere it is an ordinary bmm. For any other operands the result would be the
+/// lower triangle of a @ b mirrored: never pass `Symmetric` for them. Symmetric in
+/// exact arithmetic is not enough inside a coupled iteration: a product whose
+/// first-order perturbation is not symmetric must stay whole (NDB's Z·Y,
+/// newton_denman_beavers.cpp).
+enum class Product { General, Symmetric };
+
 /// `t` rounded to the operand dtype, in a buffer of `scratch`; `t` itself when it
 /// has that dtype already (FP32 mode, or a product of operand_matmul).
 at::Tensor as_operand(const at::Tensor& t, MatmulPrecision precision, Scratch& scratch);
@@ -32,21 +43,22 @@ at::Tensor as_operand(const at::Tensor& t, MatmulPrecision precision, Scratch& s
 /// alpha · (a @ b) over a stack, left in the operand dtype (see above). alpha
 /// scales the product inside the matmul, before its result is rounded: a scaled
 /// product costs no pass of its own.
-at::Tensor operand_matmul(
-    const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch, double alpha = 1.0);
+at::Tensor operand_matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch,
+    double alpha = 1.0, Product product = Product::General);
 
 /// a @ b over a stack, operands rounded to `precision` (unless they are already),
 /// result in the iterate dtype: that of the first operand not in 16 bits, float32
 /// when both are.
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch);
 
-/// c ← beta · c + alpha · (a @ b), in place; c has the product's shape. In FP32
+/// c ← beta · c + alpha · (a @ b), in place; c has the product's shape (and is
+/// symmetric when `product` is). In FP32
 /// mode this is one in-place baddbmm (an out= baddbmm with a broadcast c would
 /// allocate an expanded copy of c per call); in 16-bit modes the sum is taken in
 /// c's dtype so that the iterates keep full precision. beta = 0 does not read c
 /// (NaN or Inf there does not propagate), as in BLAS.
 at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double beta, double alpha,
-    MatmulPrecision precision, Scratch& scratch);
+    MatmulPrecision precision, Scratch& scratch, Product product = Product::General);
 
 /// `t` as an input of an element-wise op that computes in `dtype`. CUDA's
 /// element-wise kernels widen a 16-bit input as they load it, so there this is `t`

@@ -6,7 +6,8 @@
 // S = (2Â − (1 + δ) I)/(1 − δ). The interpolant at the d + 1 Chebyshev points of
 // the first kind has coefficients c_k = (2/(d+1)) Σ_j f(x_j) cos(k θ_j) (c₀ halved).
 // Clenshaw: b_{d+1} = b_{d+2} = 0, b_k = 2 S b_{k+1} − b_{k+2} + c_k I, and the
-// value is S b₁ − b₂ + c₀ I: d − 1 matmuls in all.
+// value is S b₁ − b₂ + c₀ I: d − 1 matmuls in all, each of two polynomials in S,
+// so symmetric (Product::Symmetric: one triangle on a CPU).
 //
 // The error falls like ρ^{-d} with ρ ≈ 1 + 2√δ: accurate for well-conditioned
 // blocks, an implicit regulariser for the rest.
@@ -66,12 +67,12 @@ at::Tensor chebyshev_root(const at::Tensor& normalized, const at::Tensor& epsilo
   const auto s_operand = as_operand(s, precision, scratch);
   for (int64_t k = degree - 2; k >= 1; --k) {
     auto updated = shift(k, next);
-    matmul_add_(updated, s_operand, current, 1.0, 2.0, precision, scratch);
+    matmul_add_(updated, s_operand, current, 1.0, 2.0, precision, scratch, Product::Symmetric);
     next = std::move(current);
     current = std::move(updated);
   }
   auto value = shift(0, next);
-  return matmul_add_(value, s_operand, current, 1.0, 1.0, precision, scratch);
+  return matmul_add_(value, s_operand, current, 1.0, 1.0, precision, scratch, Product::Symmetric);
 }
 
 }  // namespace dash::linalg

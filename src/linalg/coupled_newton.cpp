@@ -13,6 +13,11 @@
 // exact (barring float16 subnormals), so the iterates are the textbook form's bit
 // for bit.
 //
+// Every product is of two polynomials in Â, so symmetric (Product::Symmetric: one
+// triangle on a CPU). Mirroring a triangle is safe here, unlike for NDB's Z·Y
+// (newton_denman_beavers.cpp): a first-order error μ of M dies in one step
+// (N^p M = I + O(μ²) at M = I + μ), and X does not feed back into M, so what the
+// mirror changes in X N (through X μ) does not accumulate.
 // Iterates come from the Scratch and are dropped when dead: no allocation per step.
 // X, M' and the powers of N only feed matmuls, so they stay in the operand dtype
 // (batched_matmul.h); N is rounded to it once for its p + 1 products.
@@ -29,19 +34,19 @@ namespace {
 
 // N^p · M by repeated squaring: ⌈log₂ p⌉ squarings plus one product per set bit
 // (p = 4: N², N⁴, N⁴M — three matmuls). N and M commute (both are polynomials
-// in Â), so the order of the factors does not matter. The result is in the
-// operand dtype.
+// in Â), so the order of the factors does not matter and every product is
+// symmetric (one triangle on a CPU). The result is in the operand dtype.
 at::Tensor power_times(const at::Tensor& n, int64_t p, at::Tensor m, MatmulPrecision precision, Scratch& scratch) {
   at::Tensor square = n;
   for (int64_t rest = p;;) {
     if (rest & 1) {
-      m = operand_matmul(square, m, precision, scratch);
+      m = operand_matmul(square, m, precision, scratch, 1.0, Product::Symmetric);
     }
     rest >>= 1;
     if (rest == 0) {
       return m;
     }
-    square = operand_matmul(square, square, precision, scratch);
+    square = operand_matmul(square, square, precision, scratch, 1.0, Product::Symmetric);
   }
 }
 
@@ -70,7 +75,7 @@ at::Tensor coupled_newton_root(const at::Tensor& normalized, int64_t p, const Ne
     // X₀ is a multiple of I, so the first X·N is a scalar multiple of N.
     if (step == 0) x = scaled(n, std::pow(z, 1.0 / pd), scratch);
     n = as_operand(n, precision, scratch);
-    if (step > 0) x = operand_matmul(x, n, precision, scratch);
+    if (step > 0) x = operand_matmul(x, n, precision, scratch, 1.0, Product::Symmetric);
     m = power_times(n, p, std::move(m), precision, scratch);
     // ‖M − I‖ = ‖I + p·M'‖, in the iterate dtype on every device.
     if (is_tolerance_check_step(step, options.tolerance(), options.check_interval()) &&

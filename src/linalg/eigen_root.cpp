@@ -4,6 +4,7 @@
 
 #include "linalg/batched_matmul.h"
 #include "linalg/solvers.h"
+#include "linalg/stack_blas.h"
 #include "linalg/stack_lapack.h"
 
 #include <ATen/ATen.h>
@@ -70,7 +71,8 @@ at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vect
   // S Sᵀ = Q diag(f) Qᵀ: one batched matmul, and S overwrites Q where the caller
   // no longer needs Q (no third stack-sized buffer).
   at::mul_out(scaled, vectors, half_weights.unsqueeze(1));
-  if (operand_dtype(precision, scaled.scalar_type()) == scaled.scalar_type() && stack_syrk_plan(scaled.device()).syrk) {
+  if (operand_dtype(precision, scaled.scalar_type()) == scaled.scalar_type() &&
+      stack_syrk_plan(scaled.device()).one_triangle) {
     // On a CPU, syrk forms S Sᵀ at half the multiply-adds, exactly symmetric.
     // LAPACK's eigenvectors are column-major: then Sᵀ has rows, and S Sᵀ = (Sᵀ)ᵀ Sᵀ.
     const bool column_major = scaled.stride(1) == 1 && scaled.stride(2) != 1;

@@ -15,6 +15,17 @@
 // units); p = 2^k chains k passes; p = 1 squares the p = 2 result. A pass whose Y
 // feeds the next pass skips its last Z update, the last pass its last Y update.
 //
+// Y E and E Z are computed as symmetric products (Product::Symmetric,
+// batched_matmul.h: one triangle on a CPU), W = Z Y and W·W as whole products. All
+// are symmetric in exact arithmetic, but the coupled iteration is stable only
+// because its Fréchet derivative at the fixed point (Y, Z) = (B^{1/2}, B^{-1/2}) is
+// idempotent (Higham 2008, ch. 6): for symmetric perturbations (u, v) of the
+// iterates, δ(Y E) = ½(u − Y v Y) and δ(E Z) = ½(v − Z u Z) to first order, both
+// symmetric, so mirroring a triangle of them changes nothing at first order; but
+// δW = v Y + Z u is not symmetric, and its asymmetry is what keeps the pair coupled.
+// With W mirrored too, test matrices of κ ≈ 1e3–1e6 diverged after 13–16 steps
+// (test_special_matrices, test_inverse_root_accuracy, test_newton_db_minimax).
+//
 // Every iterate lives in a Scratch buffer and is dropped as soon as it is dead, so
 // a pass holds four stack-sized buffers (B or W, E, Y, Z) and allocates nothing
 // once the Scratch has them.
@@ -105,7 +116,7 @@ at::Tensor newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps,
   // Z₁ = E₀ is returned as it is when there is no second step.
   if (count > 1) e = as_operand(e, precision, scratch);
   at::Tensor y;
-  if (count > 1 || needed == PassOutput::Root) y = operand_matmul(b, e, precision, scratch);
+  if (count > 1 || needed == PassOutput::Root) y = operand_matmul(b, e, precision, scratch, 1.0, Product::Symmetric);
   b = at::Tensor();
   auto z = std::move(e);
   for (int64_t step = 1; step < count; ++step) {
@@ -116,8 +127,9 @@ at::Tensor newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps,
     if (check && all_within_tolerance(residual, newton.tolerance())) break;
     e = as_operand(e, precision, scratch);
     const bool last = step + 1 == count;
-    if (!last || needed == PassOutput::Root) y = operand_matmul(y, e, precision, scratch);
-    if (!last || needed == PassOutput::InverseRoot) z = operand_matmul(e, z, precision, scratch);
+    if (!last || needed == PassOutput::Root) y = operand_matmul(y, e, precision, scratch, 1.0, Product::Symmetric);
+    if (!last || needed == PassOutput::InverseRoot)
+      z = operand_matmul(e, z, precision, scratch, 1.0, Product::Symmetric);
   }
   return needed == PassOutput::Root ? y : z;
 }
@@ -170,7 +182,7 @@ at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions&
     const auto z = as_operand(
         newton_db_pass(std::move(normalized), schedule[0], PassOutput::InverseRoot, newton, precision, scratch),
         precision, scratch);
-    return in_dtype(operand_matmul(z, z, precision, scratch), iterate, scratch);
+    return in_dtype(operand_matmul(z, z, precision, scratch, 1.0, Product::Symmetric), iterate, scratch);
   }
   auto input = std::move(normalized);
   for (size_t pass = 0; pass + 1 < schedule.size(); ++pass) {

@@ -1,6 +1,7 @@
 #include <dash/solver_cost.h>
 
 #include "linalg/solvers.h"
+#include "linalg/stack_blas.h"
 
 #include <c10/util/Exception.h>
 
@@ -22,29 +23,36 @@ int64_t power_times_matmuls(int64_t p) {
   return squarings + products;
 }
 
-// Matmuls of one Newton–DB pass (newton_denman_beavers.cpp). A step's E costs
-// nothing for a cubic and one matmul (c₂W·W) for a quintic, and its Z·Y one
-// more after the first step (Z₀ = I); then Y·E and E·Z, of which the last step
-// skips the one the pass does not return, and the first step has only Y.
-int64_t newton_db_pass_matmuls(const std::vector<linalg::OddPolynomial>& steps, bool returns_root) {
-  int64_t matmuls = 0;
+// Matmuls of NewtonDB (newton_denman_beavers.cpp), split into the whole products
+// (W = Z·Y and a quintic's W·W) and the symmetric ones (Y·E, E·Z, B·E₀, and p = 1's
+// Z·Z), which a CPU computes one triangle at a time.
+struct NewtonDBMatmuls {
+  int64_t whole = 0;
+  int64_t symmetric = 0;
+};
+
+// One pass. A step's E costs nothing for a cubic and one matmul (c₂W·W) for a
+// quintic, and its Z·Y one more after the first step (Z₀ = I); then Y·E and E·Z,
+// of which the last step skips the one the pass does not return, and the first
+// step has only Y.
+void add_newton_db_pass(const std::vector<linalg::OddPolynomial>& steps, bool returns_root, NewtonDBMatmuls& count) {
   for (size_t k = 0; k < steps.size(); ++k) {
     const bool first = k == 0;
     const bool last = k + 1 == steps.size();
-    matmuls += (steps[k].coefficients[2] != 0.0 ? 1 : 0) + (first ? 0 : 1);
-    if (!last || returns_root) matmuls += 1;               // Y·E
-    if (!first && (!last || !returns_root)) matmuls += 1;  // E·Z
+    count.whole += (steps[k].coefficients[2] != 0.0 ? 1 : 0) + (first ? 0 : 1);
+    if (!last || returns_root) count.symmetric += 1;               // Y·E
+    if (!first && (!last || !returns_root)) count.symmetric += 1;  // E·Z
   }
-  return matmuls;
 }
 
-int64_t newton_db_matmuls(int64_t p, const InverseRootOptions& options) {
+NewtonDBMatmuls newton_db_matmuls(int64_t p, const InverseRootOptions& options) {
   const auto schedule = linalg::newton_db_schedule(p, options.newton(), options.newton_db(), options.precision());
-  int64_t matmuls = p == 1 ? 1 : 0;  // p = 1 squares the inverse square root
+  NewtonDBMatmuls count;
+  count.symmetric = p == 1 ? 1 : 0;  // p = 1 squares the inverse square root
   for (size_t pass = 0; pass < schedule.size(); ++pass) {
-    matmuls += newton_db_pass_matmuls(schedule[pass], /*returns_root=*/pass + 1 < schedule.size());
+    add_newton_db_pass(schedule[pass], /*returns_root=*/pass + 1 < schedule.size(), count);
   }
-  return matmuls;
+  return count;
 }
 
 double scaling_flops(int64_t b, const InverseRootOptions& options) {
@@ -60,33 +68,57 @@ double scaling_flops(int64_t b, const InverseRootOptions& options) {
   return 0.0;
 }
 
-}  // namespace
-
-double inverse_root_flops(int64_t count, int64_t b, int64_t p, const InverseRootOptions& options) {
-  TORCH_CHECK(count >= 0 && b >= 0 && p >= 1, "dash::inverse_root_flops: need count >= 0, b >= 0, p >= 1; got ", count,
-      ", ", b, ", ", p);
+// FLOPs of one b × b inverse root whose symmetric solver products cost `product`
+// each (a GEMM, 2b³, where they are not computed one triangle at a time) and whose
+// eigen-reconstruction Q diag Qᵀ costs `reconstruction`.
+double per_matrix_flops(
+    int64_t b, int64_t p, const InverseRootOptions& options, double product, double reconstruction) {
   const double matmul = 2.0 * static_cast<double>(b) * static_cast<double>(b) * static_cast<double>(b);
-  double per_matrix = 0.0;
   switch (options.method()) {
     case RootMethod::EVD:
-      per_matrix = 9.0 / 2.0 * matmul + matmul;  // 9 b³ eigh + Q diag Qᵀ
-      break;
+      return 9.0 / 2.0 * matmul + reconstruction;  // 9 b³ eigh + Q diag Qᵀ
     case RootMethod::CoupledNewton:
       // Step 1: X₁ = c·N is free; every step: X·N (not in step 1) and N^p·M.
-      per_matrix = scaling_flops(b, options) +
-                   matmul * static_cast<double>(options.newton().steps() * (1 + power_times_matmuls(p)) - 1);
-      break;
-    case RootMethod::NewtonDB:
-      per_matrix = scaling_flops(b, options) + matmul * static_cast<double>(newton_db_matmuls(p, options));
-      break;
+      return scaling_flops(b, options) +
+             product * static_cast<double>(options.newton().steps() * (1 + power_times_matmuls(p)) - 1);
+    case RootMethod::NewtonDB: {
+      const auto matmuls = newton_db_matmuls(p, options);
+      return scaling_flops(b, options) + matmul * static_cast<double>(matmuls.whole) +
+             product * static_cast<double>(matmuls.symmetric);
+    }
     case RootMethod::Chebyshev:
-      per_matrix = scaling_flops(b, options) +
-                   matmul * static_cast<double>(std::max<int64_t>(options.chebyshev().degree() - 1, 0));
-      break;
+      return scaling_flops(b, options) +
+             product * static_cast<double>(std::max<int64_t>(options.chebyshev().degree() - 1, 0));
     case RootMethod::Auto:
       TORCH_CHECK(false, "dash::inverse_root_flops: RootMethod::Auto has no cost of its own; pass the method it chose");
   }
-  return static_cast<double>(count) * per_matrix;
+  return 0.0;
+}
+
+void check_counts(int64_t count, int64_t b, int64_t p) {
+  TORCH_CHECK(count >= 0 && b >= 0 && p >= 1, "dash::inverse_root_flops: need count >= 0, b >= 0, p >= 1; got ", count,
+      ", ", b, ", ", p);
+}
+
+}  // namespace
+
+double inverse_root_flops(int64_t count, int64_t b, int64_t p, const InverseRootOptions& options) {
+  check_counts(count, b, p);
+  const double matmul = 2.0 * static_cast<double>(b) * static_cast<double>(b) * static_cast<double>(b);
+  return static_cast<double>(count) * per_matrix_flops(b, p, options, matmul, matmul);
+}
+
+double inverse_root_flops(
+    int64_t count, int64_t b, int64_t p, const InverseRootOptions& options, const at::Device& device) {
+  check_counts(count, b, p);
+  const double bd = static_cast<double>(b);
+  const bool full_precision = options.precision() == MatmulPrecision::FP32;
+  const double product = full_precision && linalg::stack_symmetric_product_plan(device).one_triangle
+                             ? linalg::symmetric_product_flops(b)
+                             : 2.0 * bd * bd * bd;
+  const double reconstruction =
+      full_precision && linalg::stack_syrk_plan(device).one_triangle ? bd * bd * (bd + 1.0) : 2.0 * bd * bd * bd;
+  return static_cast<double>(count) * per_matrix_flops(b, p, options, product, reconstruction);
 }
 
 }  // namespace dash

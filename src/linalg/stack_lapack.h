@@ -1,7 +1,8 @@
 #pragma once
 
-// LAPACK (and BLAS's syrk and bmm) over a CPU stack: one contiguous range of
-// matrices per core, each range solved with a single-threaded BLAS.
+// LAPACK over a CPU stack: one contiguous range of matrices per core, each range
+// solved with a single-threaded BLAS. (BLAS routines over the same split:
+// stack_blas.h.)
 //
 // A LAPACK call on one b × b matrix (b ≤ 1024) gains little or nothing from a
 // second BLAS thread: eigh's reduction to tridiagonal form is matrix–vector work,
@@ -61,6 +62,20 @@ StackLapackPlan stack_lapack_plan(int64_t matrices, const at::Device& device);
 void for_each_stack_range(const at::Tensor& stack, const std::function<void(int64_t first, int64_t last)>& solve,
     int64_t max_workers = std::numeric_limits<int64_t>::max());
 
+/// The same over `count` work items on `device` (a stack's matrices, or pieces of
+/// them) instead of a stack's matrices.
+void for_each_range(int64_t count, const at::Device& device,
+    const std::function<void(int64_t first, int64_t last)>& solve,
+    int64_t max_workers = std::numeric_limits<int64_t>::max());
+
+/// Whether for_each_range() can give its ranges a single-threaded BLAS: a
+/// pthreads OpenBLAS, found at run time.
+bool blas_threads_controllable();
+
+/// Less work than this (≈ 0.1 ms on one core) is not worth starting a thread for:
+/// callers cap for_each_range()'s `max_workers` at their FLOPs over it.
+constexpr double kMinFlopsPerRange = 4e6;
+
 /// at::linalg_eigh of an (N, b, b) stack through for_each_stack_range(): returns
 /// the eigenvalues (N, b), ascending, and writes the eigenvectors (columns) into
 /// `vectors` (N, b, b). LAPACK overwrites its input with the eigenvectors, so a
@@ -72,42 +87,6 @@ at::Tensor stack_eigh(const at::Tensor& stack, const at::Tensor& vectors);
 /// A (N, b, b) view of `buffer` (contiguous, the stack's shape) whose matrices are
 /// column-major: what LAPACK writes without a copy.
 at::Tensor column_major_view(const at::Tensor& buffer);
-
-/// out = a @ b for (N, m, k) and (N, k, n) stacks. On a CPU whose OpenBLAS the
-/// split controls, and a stack of at least as many matrices as BLAS threads, one
-/// range per thread with a single-threaded BLAS: as fast as OpenBLAS's own
-/// threads, and it leaves no OpenBLAS worker spinning afterwards. (A worker spins
-/// for about 0.1 s after each multi-threaded call and takes a core from the next
-/// split: within 50 ms of a 2-thread bmm, a stack_syrk() of 324 factors of 256²
-/// took 62–90 ms instead of 44–46, docs/benchmarks.md, "Factor updates with
-/// syrk".) Otherwise, and for work too small to split, one at::bmm_out.
-at::Tensor& stack_bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
-
-/// Whether stack_syrk() takes `c` and `a` (else the caller multiplies): CPU float32
-/// or float64 stacks of one dtype, matrices with unit column stride, and a pthreads
-/// OpenBLAS that exports cblas_ssyrk/cblas_dsyrk (as stack_lapack_plan() requires of
-/// the split; other BLAS libraries keep their own batched GEMM, unmeasured here).
-bool stack_syrk_supported(const at::Tensor& c, const at::Tensor& a);
-
-/// C ← β C + α A Aᵀ (or α Aᵀ A with `transpose_a`) for every matrix of the stacks,
-/// through for_each_stack_range(): BLAS syrk computes the lower triangle (half a
-/// GEMM's multiply-adds), which is then mirrored into the upper one while the
-/// matrix is in cache, so C stays exactly symmetric. β = 0 ignores what C held.
-/// Every matrix gets a single-threaded syrk, a stack of one included, so that its
-/// result does not depend on the stack it is in (as for eigh); one 256² syrk runs
-/// about as fast on one core as a GEMM of the same product on two. Splits more
-/// often than eigh does (two to four times per stack and step with stack_bmm_out),
-/// and so sets the process's OpenBLAS to one thread that often.
-/// Requires stack_syrk_supported(c, a).
-void stack_syrk(const at::Tensor& c, const at::Tensor& a, bool transpose_a, double alpha, double beta);
-
-/// How a float32 factor stack on `device` is updated: by stack_syrk() or not (one
-/// GEMM), and why, in words.
-struct StackSyrkPlan {
-  bool syrk = false;
-  std::string description;
-};
-StackSyrkPlan stack_syrk_plan(const at::Device& device);
 
 /// at::linalg_qr (reduced) of an (N, b, b) stack through for_each_stack_range(): Q, R.
 std::tuple<at::Tensor, at::Tensor> stack_qr(const at::Tensor& stack);

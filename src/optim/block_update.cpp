@@ -3,7 +3,7 @@
 #include "optim/fused_moments.h"
 #include "optim/grafting.h"
 
-#include "linalg/stack_lapack.h"
+#include "linalg/stack_blas.h"
 
 #include <ATen/ATen.h>
 

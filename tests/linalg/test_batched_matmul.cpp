@@ -6,6 +6,7 @@
 
 #include "linalg/batched_matmul.h"
 #include "linalg/solvers.h"
+#include "linalg/stack_blas.h"
 
 #include "support/spd_matrices.h"
 #include "support/top_level_ops.h"
@@ -49,6 +50,39 @@ TEST(BatchedMatmul, MatmulAddFollowsBetaAndAlphaAndIgnoresCWhenBetaIsZero) {
               << "size " << size << ", precision " << static_cast<int>(precision) << ", beta " << beta << ", alpha "
               << alpha;
         }
+      }
+    }
+  }
+}
+
+// Product::Symmetric for commuting symmetric operands: in every precision, through
+// operand_matmul and matmul_add_ (β = 0 over NaN, and β ≠ 0), the same product as
+// Product::General to rounding, and exactly symmetric in float32 wherever this
+// CPU computes one triangle (linalg/stack_blas.h).
+TEST(OperandMatmul, SymmetricProductsAreTheProduct) {
+  const auto spectrum = testing::log_spaced_spectrum(3, 70, 50.0, 21);
+  const auto a = spectrum.matrices.to(at::kFloat);
+  const auto b =
+      at::matmul(spectrum.vectors * at::linspace(0.5, 2.0, 70, at::kDouble), spectrum.vectors.transpose(1, 2))
+          .to(at::kFloat);
+  const auto exact = at::matmul(spectrum.matrices, b.to(at::kDouble));
+  for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16}) {
+    const auto label = "precision " + std::to_string(static_cast<int>(precision));
+    const double tolerance = 70.0 * 4.0 * operand_roundoff(precision) * exact.abs().max().item<double>();
+    Scratch scratch;
+    const auto general = operand_matmul(a, b, precision, scratch, 0.5).to(at::kDouble);
+    const auto symmetric = operand_matmul(a, b, precision, scratch, 0.5, Product::Symmetric);
+    EXPECT_LE((symmetric.to(at::kDouble) - 0.5 * exact).abs().max().item<double>(), tolerance) << label;
+    EXPECT_LE((general - 0.5 * exact).abs().max().item<double>(), tolerance) << label;
+    for (double beta : {0.0, 1.0}) {
+      auto c = beta == 0.0 ? at::full_like(a, std::numeric_limits<float>::quiet_NaN()) : a.clone();
+      matmul_add_(c, a, b, beta, -1.0, precision, scratch, Product::Symmetric);
+      const auto expected = beta * spectrum.matrices - exact;
+      EXPECT_LE((c.to(at::kDouble) - expected).abs().max().item<double>(), 2.0 * tolerance)
+          << label << ", beta " << beta;
+      if (precision == MatmulPrecision::FP32 && stack_symmetric_product_plan(a.device()).one_triangle) {
+        EXPECT_TRUE(at::equal(c, c.transpose(1, 2))) << label << ", beta " << beta;
+        EXPECT_TRUE(at::equal(symmetric, symmetric.transpose(1, 2))) << label;
       }
     }
   }

@@ -5,6 +5,7 @@
 #include <dash/inverse_root.h>
 #include <dash/solver_cost.h>
 
+#include "linalg/stack_blas.h"
 #include "support/top_level_ops.h"
 
 #include <ATen/ATen.h>
@@ -19,24 +20,36 @@
 namespace dash {
 namespace {
 
-// 2·N·m·k·n of a bmm/baddbmm from its batch operands; 0 for any other op.
-double matmul_flops(const at::RecordFunction& fn) {
+// How a symmetric product (dash::symmetric_product: one triangle by GEMM panels,
+// linalg/stack_blas.h) is counted: as the GEMM it stands for, or as run.
+enum class Count { AsGemm, AsRun };
+
+// 2·N·m·k·n of a bmm/baddbmm or a split GEMM (dash::gemm: inputs C, A, B) from
+// its batch operands, and of a symmetric product (inputs C, A, B) as a GEMM or as
+// run; 0 for any other op.
+double matmul_flops(const at::RecordFunction& fn, Count count) {
   const char* name = fn.name();
-  const bool baddbmm = std::strncmp(name, "aten::baddbmm", 13) == 0;
-  if (!baddbmm && std::strncmp(name, "aten::bmm", 9) != 0) return 0.0;
   const auto inputs = fn.inputs();
-  const auto& a = inputs[baddbmm ? 1 : 0].toTensor();
-  const auto& b = inputs[baddbmm ? 2 : 1].toTensor();
+  if (std::strcmp(name, "dash::symmetric_product") == 0) {
+    const auto& c = inputs[0].toTensor();
+    const double n = static_cast<double>(c.size(1));
+    const double per_matrix = count == Count::AsRun ? linalg::symmetric_product_flops(c.size(1)) : 2.0 * n * n * n;
+    return static_cast<double>(c.size(0)) * per_matrix;
+  }
+  const bool with_output = std::strncmp(name, "aten::baddbmm", 13) == 0 || std::strcmp(name, "dash::gemm") == 0;
+  if (!with_output && std::strncmp(name, "aten::bmm", 9) != 0) return 0.0;
+  const auto& a = inputs[with_output ? 1 : 0].toTensor();
+  const auto& b = inputs[with_output ? 2 : 1].toTensor();
   return 2.0 * static_cast<double>(a.size(0) * a.size(1) * a.size(2) * b.size(2));
 }
 
 // Matmul FLOPs that inverse_root() issues for `count` random SPD b × b matrices.
-double issued_flops(int64_t count, int64_t b, int64_t p, const InverseRootOptions& options) {
+double issued_flops(int64_t count, int64_t b, int64_t p, const InverseRootOptions& options, Count as = Count::AsGemm) {
   auto g = at::randn({count, b, b});
   auto a = at::baddbmm(at::eye(b) * 0.1, g, g.transpose(1, 2), 1.0, 1.0 / static_cast<double>(b));
   double flops = 0.0;
   testing::for_each_top_level_op(
-      [&](const at::RecordFunction& fn) { flops += matmul_flops(fn); }, [&] { (void)inverse_root(a, p, options); });
+      [&](const at::RecordFunction& fn) { flops += matmul_flops(fn, as); }, [&] { (void)inverse_root(a, p, options); });
   return flops;
 }
 
@@ -101,6 +114,42 @@ TEST(SolverCost, ChebyshevIsDegreeMinusOneMatmulsPlusPowerIteration) {
                      .chebyshev(ChebyshevOptions().degree(40))
                      .scaling(SpectralScaleOptions().method(Scaling::MultiPowerIteration).iterations(10).vectors(16));
   EXPECT_DOUBLE_EQ(inverse_root_flops(2, 64, 4, options), 2 * (39 * kMatmul64 + 10 * 2.0 * 64 * 64 * 16));
+}
+
+// The count on a device: the same matmuls, the symmetric products at what this
+// CPU runs for them (one triangle where stack_symmetric_product_plan() says so, a
+// GEMM where not: then both counts agree); 16-bit modes run whole GEMMs. Sizes
+// of one panel (12) and of several (96, ragged 100).
+TEST(SolverCost, DeviceCountEqualsTheMatmulsAsRun) {
+  const at::Device cpu(at::kCPU);
+  for (auto method : {RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+    for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::BF16}) {
+      for (int64_t b : {12, 96, 100}) {
+        auto options =
+            InverseRootOptions()
+                .method(method)
+                .precision(precision)
+                .scaling(SpectralScaleOptions().method(Scaling::MultiPowerIteration).iterations(3).vectors(4))
+                .newton(NewtonOptions().steps(4))
+                .chebyshev(ChebyshevOptions().degree(6));
+        const auto label = to_string(method) + ", " + to_string(precision) + ", b " + std::to_string(b);
+        EXPECT_DOUBLE_EQ(issued_flops(2, b, 4, options, Count::AsRun), inverse_root_flops(2, b, 4, options, cpu))
+            << label;
+      }
+    }
+  }
+  // A GPU has no one-triangle product: there the count is the GEMM count.
+  const auto ndb = InverseRootOptions().method(RootMethod::NewtonDB);
+  EXPECT_DOUBLE_EQ(inverse_root_flops(3, 256, 4, ndb, at::Device(at::kCUDA, 0)), inverse_root_flops(3, 256, 4, ndb));
+  if (linalg::stack_symmetric_product_plan(cpu).one_triangle) {
+    // b = 256: a triangle is 0.5625 of a GEMM. Every CN product is one; NewtonDB's
+    // Z·Y (18 of its 54) stays whole: (18 + 36 · 0.5625)/54 = 0.708.
+    const auto cn = InverseRootOptions().method(RootMethod::CoupledNewton);
+    EXPECT_LT(inverse_root_flops(3, 256, 4, cn, cpu), 0.6 * inverse_root_flops(3, 256, 4, cn));
+    const double ndb_ratio = inverse_root_flops(3, 256, 4, ndb, cpu) / inverse_root_flops(3, 256, 4, ndb);
+    EXPECT_GT(ndb_ratio, 0.7);
+    EXPECT_LT(ndb_ratio, 0.72);
+  }
 }
 
 TEST(SolverCost, RejectsNegativeCounts) { EXPECT_THROW(inverse_root_flops(-1, 64, 4), c10::Error); }

@@ -5,8 +5,6 @@
 
 #include "linalg/stack_lapack.h"
 
-#include <dash/inverse_root.h>
-
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
 
@@ -14,7 +12,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <limits>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -168,126 +165,6 @@ TEST(StackLapack, QrFactorsTheStack) {
   const auto [reference_q, reference_r] = at::linalg_qr(stack.to(at::kDouble));
   EXPECT_LT(
       (r.to(at::kDouble) - reference_r).abs().max().item<double>(), 1e-4 * reference_r.abs().max().item<double>());
-}
-
-// syrk over a stack: β C + α A Aᵀ and β C + α Aᵀ A against float64, C exactly
-// symmetric, β = 0 ignoring a C full of NaN; sizes that are not multiples of the
-// mirror's 32-wide tiles, and A with a row stride wider than its rows (a slice).
-TEST(StackLapack, SyrkMatchesFloat64AndIsExactlySymmetric) {
-  const auto plan = stack_syrk_plan(at::Device(at::kCPU));
-  if (!plan.syrk) GTEST_SKIP() << plan.description;
-  at::manual_seed(3);
-  for (auto dtype : {at::kFloat, at::kDouble}) {
-    for (bool transpose_a : {false, true}) {
-      for (double beta : {0.95, 1.0, 0.0}) {
-        const auto wide = at::randn({5, 37, 90}, dtype);
-        const auto a = wide.narrow(2, 3, 70);  // rows of 70 in rows of 90
-        const int64_t n = transpose_a ? 70 : 37;
-        auto c = at::randn({5, n, n}, dtype);
-        // Rows of n in rows of n + 7: the zeroing and the mirror must follow C's row stride.
-        auto c_rows = at::zeros({5, n, n + 7}, dtype);
-        c = c_rows.narrow(2, 0, n).copy_(at::bmm(c, c.transpose(1, 2)));
-        if (beta == 0.0) c.fill_(std::numeric_limits<double>::quiet_NaN());
-        const auto a64 = a.to(at::kDouble);
-        const auto gram = transpose_a ? at::bmm(a64.transpose(1, 2), a64) : at::bmm(a64, a64.transpose(1, 2));
-        const auto expected = (beta == 0.0 ? at::zeros_like(gram) : beta * c.to(at::kDouble)) + 0.05 * gram;
-        ASSERT_TRUE(stack_syrk_supported(c, a));
-        stack_syrk(c, a, transpose_a, 0.05, beta);
-        const double scale = expected.abs().max().item<double>();
-        const double tolerance = dtype == at::kFloat ? 1e-6 : 1e-14;
-        EXPECT_LT((c.to(at::kDouble) - expected).abs().max().item<double>(), tolerance * scale)
-            << dtype << " transpose " << transpose_a << " beta " << beta;
-        EXPECT_TRUE(at::equal(c, c.transpose(1, 2))) << dtype << " transpose " << transpose_a << " beta " << beta;
-      }
-    }
-  }
-}
-
-// As for eigh: a matrix's update does not depend on the stack it is in, so batched
-// and per-block factors agree bit for bit.
-TEST(StackLapack, SyrkGivesEachMatrixWhatItGetsAlone) {
-  const auto plan = stack_syrk_plan(at::Device(at::kCPU));
-  if (!plan.syrk) GTEST_SKIP() << plan.description;
-  at::manual_seed(4);
-  const auto a = at::randn({7, 256, 256});
-  auto together = random_spd_stack(7, 256);
-  auto alone = together.clone();
-  stack_syrk(together, a, /*transpose_a=*/false, 0.05, 0.95);
-  for (int64_t i = 0; i < 7; ++i) stack_syrk(alone.slice(0, i, i + 1), a.slice(0, i, i + 1), false, 0.05, 0.95);
-  EXPECT_TRUE(at::equal(together, alone));
-}
-
-TEST(StackLapack, SyrkRefusesWhatItCannotTake) {
-  const auto c = at::zeros({2, 4, 4});
-  const auto a = at::zeros({2, 4, 6});
-  EXPECT_FALSE(stack_syrk_supported(c.to(at::kHalf), a.to(at::kHalf)));
-  EXPECT_FALSE(stack_syrk_supported(c, a.to(at::kDouble)));
-  EXPECT_FALSE(stack_syrk_supported(c, at::zeros({2, 6, 4}).transpose(1, 2)));  // unit row stride
-  EXPECT_FALSE(stack_syrk_supported(c.transpose(1, 2), a));
-  EXPECT_FALSE(stack_syrk_supported(at::zeros({1, 4, 4}).expand({2, 4, 4}), a));  // overlapping outputs
-  EXPECT_FALSE(stack_syrk_supported(at::zeros({3, 4, 4}), a));
-  const auto shared = at::zeros({2, 4, 10});
-  EXPECT_FALSE(stack_syrk_supported(shared.narrow(2, 0, 4), shared.narrow(2, 4, 6)));  // C and A in one storage
-  try {
-    stack_syrk(c.to(at::kHalf), a.to(at::kHalf), false, 1.0, 1.0);
-    FAIL() << "no error";
-  } catch (const c10::Error& error) {
-    EXPECT_THAT(error.what_without_backtrace(), HasSubstr("stack_syrk cannot take stacks"));
-  }
-  if (stack_syrk_supported(c, a)) {
-    try {
-      stack_syrk(c, a, /*transpose_a=*/true, 1.0, 1.0);  // AᵀA is 6 × 6
-      FAIL() << "no error";
-    } catch (const c10::Error& error) {
-      EXPECT_THAT(error.what_without_backtrace(), HasSubstr("does not fit"));
-    }
-  }
-}
-
-// S Sᵀ of an EVD root by syrk: the root is exactly symmetric, and as accurate as
-// before against float64 (the solver tests hold it to the float32 floor).
-TEST(StackLapack, EvdRootsFromSyrkAreExactlySymmetric) {
-  const auto plan = stack_syrk_plan(at::Device(at::kCPU));
-  if (!plan.syrk) GTEST_SKIP() << plan.description;
-  const auto stack = random_spd_stack(6, 64);
-  const auto root = inverse_root(stack, 4, InverseRootOptions().method(RootMethod::EVD).epsilon(0.0));
-  EXPECT_TRUE(at::equal(root, root.transpose(1, 2)));
-  const auto [values, vectors] = at::linalg_eigh(stack.to(at::kDouble));
-  const auto reference = at::matmul(vectors * values.pow(-0.25).unsqueeze(1), vectors.transpose(1, 2));
-  EXPECT_LT(((root.to(at::kDouble) - reference).norm() / reference.norm()).item<double>(), 1e-5);
-}
-
-// A stack's bmm split over the cores gives the product of one call; stacks large
-// enough to be split, and small ones that are not.
-TEST(StackLapack, BmmOverRangesIsTheProduct) {
-  at::manual_seed(5);
-  for (int64_t count : {1, 2, 5}) {
-    for (int64_t size : {9, 130}) {
-      const auto a = at::randn({count, size + 3, size});
-      const auto b = at::randn({count, size, size - 2});
-      auto out = at::full({count, size + 3, size - 2}, std::numeric_limits<float>::quiet_NaN());
-      EXPECT_EQ(&stack_bmm_out(out, a, b), &out);
-      const auto expected = at::bmm(a.to(at::kDouble), b.to(at::kDouble));
-      EXPECT_LT((out.to(at::kDouble) - expected).abs().max().item<double>(), 1e-5 * expected.abs().max().item<double>())
-          << "count " << count << " size " << size;
-    }
-  }
-  auto wrong = at::zeros({2, 4, 4});
-  try {
-    stack_bmm_out(wrong, at::zeros({2, 4, 3}), at::zeros({2, 3, 5}));
-    FAIL() << "no error";
-  } catch (const c10::Error& error) {
-    EXPECT_THAT(error.what_without_backtrace(), HasSubstr("does not fit"));
-  }
-}
-
-// What this machine's LibTorch links (Debian's pthreads OpenBLAS) has syrk; the
-// plan names the reason wherever it does not.
-TEST(StackLapack, TheSyrkPlanSaysWhy) {
-  const auto plan = stack_syrk_plan(at::Device(at::kCPU));
-  EXPECT_THAT(plan.description, HasSubstr(plan.syrk ? "syrk on the lower triangle" : "one GEMM per stack ("));
-  if (stack_lapack_plan(16, at::Device(at::kCPU)).workers > 1) EXPECT_TRUE(plan.syrk) << plan.description;
-  EXPECT_FALSE(stack_syrk_plan(at::Device(at::kCUDA, 0)).syrk);
 }
 
 }  // namespace

@@ -1,0 +1,345 @@
+#include "linalg/stack_blas.h"
+
+#include "linalg/stack_lapack.h"
+
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+#include <c10/core/Device.h>
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <sstream>
+#include <type_traits>
+#include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <dlfcn.h>
+#define DASH_HAVE_DLSYM 1
+#endif
+
+namespace dash::linalg {
+
+at::Tensor& stack_bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+  TORCH_CHECK(out.dim() == 3 && a.dim() == 3 && b.dim() == 3 && a.size(0) == out.size(0) && b.size(0) == out.size(0) &&
+                  a.size(2) == b.size(1) && out.size(1) == a.size(1) && out.size(2) == b.size(2),
+      "dash: stack_bmm_out: ", a.sizes(), " @ ", b.sizes(), " does not fit ", out.sizes());
+  const auto plan = stack_lapack_plan(out.size(0), out.device());
+  const double flops = 2.0 * static_cast<double>(out.numel()) * static_cast<double>(a.size(2));
+  if (plan.workers <= 1 || plan.workers < plan.blas_threads || flops < kMinFlopsPerRange * plan.workers) {
+    return at::bmm_out(out, a, b);
+  }
+  for_each_stack_range(out, [&](int64_t first, int64_t last) {
+    auto range = out.slice(0, first, last);
+    at::bmm_out(range, a.slice(0, first, last), b.slice(0, first, last));
+  });
+  return out;
+}
+
+namespace {
+
+// CBLAS's syrk and gemm, looked up at run time like OpenBLAS's thread controls
+// (stack_lapack.cpp). Their integer arguments are `int` unless OpenBLAS was built
+// with 64-bit integers (Debian's libopenblas64 packages), which its configuration
+// string names: then they are not used.
+template <typename Scalar>
+using CblasSyrk = void (*)(int order, int uplo, int trans, int n, int k, Scalar alpha, const Scalar* a, int lda,
+    Scalar beta, Scalar* c, int ldc);
+template <typename Scalar>
+using CblasGemm = void (*)(int order, int trans_a, int trans_b, int m, int n, int k, Scalar alpha, const Scalar* a,
+    int lda, const Scalar* b, int ldb, Scalar beta, Scalar* c, int ldc);
+
+constexpr int kCblasRowMajor = 101;
+constexpr int kCblasNoTrans = 111;
+constexpr int kCblasTrans = 112;
+constexpr int kCblasLower = 122;
+
+struct Cblas {
+  CblasSyrk<float> ssyrk = nullptr;
+  CblasSyrk<double> dsyrk = nullptr;
+  CblasGemm<float> sgemm = nullptr;
+  CblasGemm<double> dgemm = nullptr;
+
+  template <typename Scalar>
+  CblasSyrk<Scalar> syrk() const {
+    if constexpr (std::is_same_v<Scalar, float>) return ssyrk;
+    else return dsyrk;
+  }
+  template <typename Scalar>
+  CblasGemm<Scalar> gemm() const {
+    if constexpr (std::is_same_v<Scalar, float>) return sgemm;
+    else return dgemm;
+  }
+};
+
+const Cblas& cblas() {
+  static const Cblas symbols = [] {
+    Cblas found;
+#ifdef DASH_HAVE_DLSYM
+    const auto config = reinterpret_cast<const char* (*)()>(dlsym(RTLD_DEFAULT, "openblas_get_config"));
+    if (config == nullptr || std::strstr(config(), "USE64BITINT") != nullptr) return found;
+    // From OpenBLAS's own library: a CBLAS of another library loaded earlier
+    // (MKL, say) could come first in the global scope.
+    Dl_info library{};
+    if (dladdr(reinterpret_cast<void*>(config), &library) == 0 || library.dli_fname == nullptr) return found;
+    void* openblas_library = dlopen(library.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+    if (openblas_library == nullptr) return found;
+    found.ssyrk = reinterpret_cast<CblasSyrk<float>>(dlsym(openblas_library, "cblas_ssyrk"));
+    found.dsyrk = reinterpret_cast<CblasSyrk<double>>(dlsym(openblas_library, "cblas_dsyrk"));
+    found.sgemm = reinterpret_cast<CblasGemm<float>>(dlsym(openblas_library, "cblas_sgemm"));
+    found.dgemm = reinterpret_cast<CblasGemm<double>>(dlsym(openblas_library, "cblas_dgemm"));
+#endif
+    return found;
+  }();
+  return symbols;
+}
+
+enum class Routine { Syrk, Gemm };
+
+bool found(Routine routine, at::ScalarType dtype) {
+  const auto& blas = cblas();
+  if (dtype == at::kFloat) return routine == Routine::Syrk ? blas.ssyrk != nullptr : blas.sgemm != nullptr;
+  if (dtype == at::kDouble) return routine == Routine::Syrk ? blas.dsyrk != nullptr : blas.dgemm != nullptr;
+  return false;
+}
+
+// What the plans spell out: a CPU stack, an OpenBLAS the split controls, the routine.
+bool runs_on(Routine routine, const at::Device& device, at::ScalarType dtype) {
+  return device.is_cpu() && blas_threads_controllable() && found(routine, dtype);
+}
+
+TrianglePlan plan_for(Routine routine, const at::Device& device, const char* one_triangle) {
+  const char* symbol = routine == Routine::Syrk ? "cblas_ssyrk" : "cblas_sgemm";
+  if (!device.is_cpu()) return {false, "one GEMM per stack (not a CPU tensor)"};
+  if (!blas_threads_controllable()) return {false, "one GEMM per stack (the BLAS is not a pthreads OpenBLAS)"};
+  if (!found(routine, at::kFloat)) {
+    return {false, std::string("one GEMM per stack (no 32-bit-integer ") + symbol + " found)"};
+  }
+  return {true, one_triangle};
+}
+
+constexpr auto kIntMax = static_cast<int64_t>(std::numeric_limits<int>::max());
+
+// C's matrices are written: they must have unit column stride and `int` sizes, and
+// must not overlap (an expanded stack would); readable_stack() keeps them apart from
+// the inputs.
+bool writable_stack(const at::Tensor& c) {
+  return c.dim() == 3 && c.stride(2) == 1 && (c.size(0) <= 1 || c.stride(0) >= c.size(1) * c.stride(1)) &&
+         c.stride(1) >= std::max<int64_t>(1, c.size(2)) && c.stride(1) <= kIntMax && c.size(1) <= kIntMax &&
+         c.size(2) <= kIntMax;
+}
+
+bool writable_square_stack(const at::Tensor& c) { return writable_stack(c) && c.size(1) == c.size(2); }
+
+// An input stack BLAS reads row-major with `int` dimensions.
+bool readable_stack(const at::Tensor& t, const at::Tensor& c) {
+  return t.dim() == 3 && t.device() == c.device() && t.scalar_type() == c.scalar_type() && t.size(0) == c.size(0) &&
+         t.stride(2) == 1 && t.stride(1) >= std::max<int64_t>(1, t.size(2)) && t.stride(1) <= kIntMax &&
+         t.size(1) <= kIntMax && t.size(2) <= kIntMax && !c.is_alias_of(t);
+}
+
+// Copies columns [first, last) of the strictly lower triangle of a row-major n × n
+// matrix into rows [first, last) of the upper one: C[col][row] = C[row][col] for
+// first ≤ col < last, row > col. Rows are read 32 columns at a time, so both the
+// rows read and the rows written stay in cache.
+template <typename Scalar>
+void mirror_columns(Scalar* c, int64_t n, int64_t ldc, int64_t first, int64_t last) {
+  constexpr int64_t kTile = 32;
+  for (int64_t col0 = first; col0 < last; col0 += kTile) {
+    const int64_t col1 = std::min(col0 + kTile, last);
+    for (int64_t row = col0 + 1; row < n; ++row) {
+      for (int64_t col = col0; col < std::min(row, col1); ++col) c[col * ldc + row] = c[row * ldc + col];
+    }
+  }
+}
+
+template <typename Scalar>
+void syrk_range(const at::Tensor& c, const at::Tensor& a, bool transpose_a, double alpha, double beta, int64_t first,
+    int64_t last) {
+  const auto syrk = cblas().syrk<Scalar>();
+  const auto n = static_cast<int>(c.size(1));
+  const auto k = static_cast<int>(transpose_a ? a.size(1) : a.size(2));
+  for (int64_t i = first; i < last; ++i) {
+    auto* out = c.data_ptr<Scalar>() + i * c.stride(0);
+    const auto* in = a.data_ptr<Scalar>() + i * a.stride(0);
+    if (beta == 0.0) {
+      // BLAS may scale C by β before it adds: 0 · NaN would keep a NaN.
+      for (int64_t row = 0; row < n; ++row) std::fill_n(out + row * c.stride(1), n, Scalar(0));
+    }
+    syrk(kCblasRowMajor, kCblasLower, transpose_a ? kCblasTrans : kCblasNoTrans, n, k, static_cast<Scalar>(alpha), in,
+        static_cast<int>(a.stride(1)), static_cast<Scalar>(beta), out, static_cast<int>(c.stride(1)));
+    mirror_columns(out, n, c.stride(1), 0, n);
+  }
+}
+
+// Column panels of the lower triangle. Narrow panels waste less of the upper
+// triangle but run GEMMs of lower efficiency: on this project's CPU (one core,
+// OpenBLAS 0.3.21) a panel of n/8 columns, 32 to 128, was within 3 % of the
+// fastest width for n = 128…1024 (0.62–0.66 of a full GEMM's time).
+struct Panel {
+  int64_t first;
+  int64_t width;
+};
+
+int64_t panel_width(int64_t n) {
+  const int64_t eighth = (n / 8 + 15) / 16 * 16;
+  return std::min(n, std::clamp<int64_t>(eighth, 32, 128));
+}
+
+// The panels in the order the work items take them: the widest GEMM (the first
+// panel) next to the narrowest, so that contiguous ranges of one matrix's panels
+// carry about equal work.
+std::vector<Panel> balanced_panels(int64_t n) {
+  std::vector<Panel> panels;
+  const int64_t width = std::max<int64_t>(1, panel_width(n));
+  for (int64_t first = 0; first < n; first += width) panels.push_back({first, std::min(width, n - first)});
+  std::vector<Panel> order;
+  for (size_t low = 0, high = panels.size(); low < high;) {
+    order.push_back(panels[low++]);
+    if (low < high) order.push_back(panels[--high]);
+  }
+  return order;
+}
+
+// Rows of C per GEMM of stack_gemm(): on this project's CPU (one core, OpenBLAS
+// 0.3.21) a block of 128 rows ran as fast as the whole 256² or 512² product.
+constexpr int64_t kGemmRows = 128;
+
+template <typename Scalar>
+void gemm_items(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta,
+    int64_t blocks, int64_t first, int64_t last) {
+  const auto gemm = cblas().gemm<Scalar>();
+  const int64_t m = c.size(1), n = c.size(2), k = a.size(2);
+  const int64_t ldc = c.stride(1), lda = a.stride(1), ldb = b.stride(1);
+  for (int64_t item = first; item < last; ++item) {
+    const int64_t matrix = item / blocks;
+    const int64_t row = item % blocks * kGemmRows;
+    gemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, static_cast<int>(std::min(kGemmRows, m - row)),
+        static_cast<int>(n), static_cast<int>(k), static_cast<Scalar>(alpha),
+        a.data_ptr<Scalar>() + matrix * a.stride(0) + row * lda, static_cast<int>(lda),
+        b.data_ptr<Scalar>() + matrix * b.stride(0), static_cast<int>(ldb), static_cast<Scalar>(beta),
+        c.data_ptr<Scalar>() + matrix * c.stride(0) + row * ldc, static_cast<int>(ldc));
+  }
+}
+
+template <typename Scalar>
+void symmetric_product_items(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta,
+    const std::vector<Panel>& panels, int64_t first, int64_t last) {
+  const auto gemm = cblas().gemm<Scalar>();
+  const int64_t n = c.size(1);
+  const int64_t count = static_cast<int64_t>(panels.size());
+  const int64_t ldc = c.stride(1), lda = a.stride(1), ldb = b.stride(1);
+  for (int64_t item = first; item < last; ++item) {
+    const int64_t matrix = item / count;
+    const auto& panel = panels[static_cast<size_t>(item % count)];
+    auto* out = c.data_ptr<Scalar>() + matrix * c.stride(0);
+    const auto* left = a.data_ptr<Scalar>() + matrix * a.stride(0);
+    const auto* right = b.data_ptr<Scalar>() + matrix * b.stride(0);
+    // C[j:, j:j+w] = β C[j:, j:j+w] + α A[j:, :] B[:, j:j+w]. (BLAS does not read C
+    // when β = 0.)
+    gemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, static_cast<int>(n - panel.first),
+        static_cast<int>(panel.width), static_cast<int>(n), static_cast<Scalar>(alpha), left + panel.first * lda,
+        static_cast<int>(lda), right + panel.first, static_cast<int>(ldb), static_cast<Scalar>(beta),
+        out + panel.first * ldc + panel.first, static_cast<int>(ldc));
+    mirror_columns(out, n, ldc, panel.first, panel.first + panel.width);
+  }
+}
+
+// Runs `run(Scalar{}, first, last)` over `items` work items split by
+// for_each_range(), with Scalar the C++ type of C's dtype (float or double); no
+// more ranges than `flops` pays threads for.
+template <typename Run>
+void split_by_dtype(const at::Tensor& c, int64_t items, double flops, const Run& run) {
+  for_each_range(
+      items, c.device(),
+      [&](int64_t first, int64_t last) {
+        if (c.scalar_type() == at::kFloat) {
+          run(float{}, first, last);
+        } else {
+          run(double{}, first, last);
+        }
+      },
+      static_cast<int64_t>(flops / kMinFlopsPerRange));
+}
+
+// "sizes (dtype, device)", for the refusals' messages.
+std::string describe(const at::Tensor& t) {
+  std::ostringstream text;
+  text << t.sizes() << " (" << t.scalar_type() << ", " << t.device() << ")";
+  return text.str();
+}
+
+}  // namespace
+
+bool stack_gemm_supported(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b) {
+  return runs_on(Routine::Gemm, c.device(), c.scalar_type()) && writable_stack(c) && readable_stack(a, c) &&
+         readable_stack(b, c) && a.size(1) == c.size(1) && b.size(2) == c.size(2) && a.size(2) == b.size(1);
+}
+
+void stack_gemm(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta) {
+  TORCH_CHECK(stack_gemm_supported(c, a, b), "dash: stack_gemm cannot take stacks of ", describe(c), ", ",
+      describe(a), " and ", describe(b));
+  RECORD_FUNCTION("dash::gemm", std::vector<c10::IValue>({c, a, b}));
+  const int64_t blocks = std::max<int64_t>(1, (c.size(1) + kGemmRows - 1) / kGemmRows);
+  const double flops = 2.0 * static_cast<double>(c.numel()) * static_cast<double>(a.size(2));
+  split_by_dtype(c, c.size(0) * blocks, flops, [&](auto zero, int64_t first, int64_t last) {
+    gemm_items<decltype(zero)>(c, a, b, alpha, beta, blocks, first, last);
+  });
+}
+
+bool stack_syrk_supported(const at::Tensor& c, const at::Tensor& a) {
+  return runs_on(Routine::Syrk, c.device(), c.scalar_type()) && writable_square_stack(c) && readable_stack(a, c);
+}
+
+void stack_syrk(const at::Tensor& c, const at::Tensor& a, bool transpose_a, double alpha, double beta) {
+  TORCH_CHECK(stack_syrk_supported(c, a), "dash: stack_syrk cannot take stacks of ", describe(c), " and ", describe(a));
+  TORCH_CHECK(c.size(1) == (transpose_a ? a.size(2) : a.size(1)), "dash: stack_syrk: C of ", c.sizes(),
+      " does not fit A", transpose_a ? "ᵀA" : "Aᵀ", " for A of ", a.sizes());
+  const double n = static_cast<double>(c.size(1));
+  const double k = static_cast<double>(transpose_a ? a.size(1) : a.size(2));
+  const double flops = static_cast<double>(c.size(0)) * n * (n + 1.0) * k;
+  split_by_dtype(c, c.size(0), flops, [&](auto zero, int64_t first, int64_t last) {
+    syrk_range<decltype(zero)>(c, a, transpose_a, alpha, beta, first, last);
+  });
+}
+
+bool stack_symmetric_product_supported(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b) {
+  return runs_on(Routine::Gemm, c.device(), c.scalar_type()) && writable_square_stack(c) && readable_stack(a, c) &&
+         readable_stack(b, c) && a.size(1) == c.size(1) && a.size(2) == c.size(1) && b.size(1) == c.size(1) &&
+         b.size(2) == c.size(1);
+}
+
+void stack_symmetric_product(
+    const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta) {
+  TORCH_CHECK(stack_symmetric_product_supported(c, a, b), "dash: stack_symmetric_product cannot take stacks of ",
+      describe(c), ", ", describe(a), " and ", describe(b));
+  // Visible to profilers and to tests that count the solvers' matmuls, as a bmm is.
+  RECORD_FUNCTION("dash::symmetric_product", std::vector<c10::IValue>({c, a, b}));
+  const auto panels = balanced_panels(c.size(1));
+  const double flops = static_cast<double>(c.size(0)) * symmetric_product_flops(c.size(1));
+  split_by_dtype(c, c.size(0) * static_cast<int64_t>(panels.size()), flops,
+      [&](auto zero, int64_t first, int64_t last) {
+        symmetric_product_items<decltype(zero)>(c, a, b, alpha, beta, panels, first, last);
+      });
+}
+
+double symmetric_product_flops(int64_t n) {
+  const int64_t width = std::max<int64_t>(1, panel_width(n));
+  double flops = 0.0;
+  for (int64_t first = 0; first < n; first += width) {
+    flops += 2.0 * static_cast<double>(n - first) * static_cast<double>(std::min(width, n - first)) *
+             static_cast<double>(n);
+  }
+  return flops;
+}
+
+TrianglePlan stack_syrk_plan(const at::Device& device) {
+  return plan_for(Routine::Syrk, device, "syrk on the lower triangle, mirrored, over the stack's ranges");
+}
+
+TrianglePlan stack_symmetric_product_plan(const at::Device& device) {
+  return plan_for(
+      Routine::Gemm, device, "GEMMs on column panels of the lower triangle, mirrored, over the stack's ranges");
+}
+
+}  // namespace dash::linalg
