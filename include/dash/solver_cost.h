@@ -19,8 +19,9 @@ double inverse_root_flops(int64_t count, int64_t b, int64_t p, const InverseRoot
 /// computes one triangle of a symmetric product. On a CPU with a pthreads OpenBLAS,
 /// in FP32 precision, the matmuls of coupled Newton and Chebyshev and NewtonDB's
 /// Y·E and E·Z (not its Z·Y) are products of two polynomials in the same matrix,
-/// run as GEMMs on column panels of the lower triangle (about (b + w)/(2b) of a
-/// GEMM, w = b/8 clamped to 32…128), and EVD's Q diag Qᵀ is a syrk (b²(b + 1)). A
+/// run as GEMMs on column panels of the lower triangle ((b + w)/(2b) of a GEMM
+/// where w divides b; w = b/8 rounded up to a multiple of 16, clamped to 32…128),
+/// and EVD's Q diag Qᵀ is a syrk (b²(b + 1)). A
 /// benchmark divides by this to compare its time with the matmul ceiling.
 double inverse_root_flops(
     int64_t count, int64_t b, int64_t p, const InverseRootOptions& options, const at::Device& device);

@@ -52,11 +52,12 @@ at::Tensor operand_matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecis
 at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch);
 
 /// c ← beta · c + alpha · (a @ b), in place; c has the product's shape (and is
-/// symmetric when `product` is). In FP32
-/// mode this is one in-place baddbmm (an out= baddbmm with a broadcast c would
-/// allocate an expanded copy of c per call); in 16-bit modes the sum is taken in
-/// c's dtype so that the iterates keep full precision. beta = 0 does not read c
-/// (NaN or Inf there does not propagate), as in BLAS.
+/// symmetric when `product` is). In FP32 mode this is one in-place product: the
+/// split GEMMs of stack_blas.h on a CPU with a pthreads OpenBLAS, else a baddbmm
+/// (an out= baddbmm with a broadcast c would allocate an expanded copy of c per
+/// call); in 16-bit modes the sum is taken in c's dtype so that the iterates keep
+/// full precision. beta = 0 does not read c (NaN or Inf there does not
+/// propagate), as in BLAS.
 at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double beta, double alpha,
     MatmulPrecision precision, Scratch& scratch, Product product = Product::General);
 

@@ -62,13 +62,17 @@ struct Cblas {
 
   template <typename Scalar>
   CblasSyrk<Scalar> syrk() const {
-    if constexpr (std::is_same_v<Scalar, float>) return ssyrk;
-    else return dsyrk;
+    if constexpr (std::is_same_v<Scalar, float>)
+      return ssyrk;
+    else
+      return dsyrk;
   }
   template <typename Scalar>
   CblasGemm<Scalar> gemm() const {
-    if constexpr (std::is_same_v<Scalar, float>) return sgemm;
-    else return dgemm;
+    if constexpr (std::is_same_v<Scalar, float>)
+      return sgemm;
+    else
+      return dgemm;
   }
 };
 
@@ -124,18 +128,18 @@ constexpr auto kIntMax = static_cast<int64_t>(std::numeric_limits<int>::max());
 // must not overlap (an expanded stack would); readable_stack() keeps them apart from
 // the inputs.
 bool writable_stack(const at::Tensor& c) {
-  return c.dim() == 3 && c.stride(2) == 1 && (c.size(0) <= 1 || c.stride(0) >= c.size(1) * c.stride(1)) &&
-         c.stride(1) >= std::max<int64_t>(1, c.size(2)) && c.stride(1) <= kIntMax && c.size(1) <= kIntMax &&
-         c.size(2) <= kIntMax;
+  return c.layout() == at::kStrided && c.dim() == 3 && c.stride(2) == 1 &&
+         (c.size(0) <= 1 || c.stride(0) >= c.size(1) * c.stride(1)) && c.stride(1) >= std::max<int64_t>(1, c.size(2)) &&
+         c.stride(1) <= kIntMax && c.size(1) <= kIntMax && c.size(2) <= kIntMax;
 }
 
 bool writable_square_stack(const at::Tensor& c) { return writable_stack(c) && c.size(1) == c.size(2); }
 
 // An input stack BLAS reads row-major with `int` dimensions.
 bool readable_stack(const at::Tensor& t, const at::Tensor& c) {
-  return t.dim() == 3 && t.device() == c.device() && t.scalar_type() == c.scalar_type() && t.size(0) == c.size(0) &&
-         t.stride(2) == 1 && t.stride(1) >= std::max<int64_t>(1, t.size(2)) && t.stride(1) <= kIntMax &&
-         t.size(1) <= kIntMax && t.size(2) <= kIntMax && !c.is_alias_of(t);
+  return t.layout() == at::kStrided && t.dim() == 3 && t.device() == c.device() && t.scalar_type() == c.scalar_type() &&
+         t.size(0) == c.size(0) && t.stride(2) == 1 && t.stride(1) >= std::max<int64_t>(1, t.size(2)) &&
+         t.stride(1) <= kIntMax && t.size(1) <= kIntMax && t.size(2) <= kIntMax && !c.is_alias_of(t);
 }
 
 // Copies columns [first, last) of the strictly lower triangle of a row-major n × n
@@ -174,8 +178,9 @@ void syrk_range(const at::Tensor& c, const at::Tensor& a, bool transpose_a, doub
 
 // Column panels of the lower triangle. Narrow panels waste less of the upper
 // triangle but run GEMMs of lower efficiency: on this project's CPU (one core,
-// OpenBLAS 0.3.21) a panel of n/8 columns, 32 to 128, was within 3 % of the
-// fastest width for n = 128…1024 (0.62–0.66 of a full GEMM's time).
+// OpenBLAS 0.3.21) a panel of n/8 columns rounded up to a multiple of 16, 32 to
+// 128, was within 3 % of the fastest width for n = 128…1024 (0.62–0.66 of a full
+// GEMM's time).
 struct Panel {
   int64_t first;
   int64_t width;
@@ -237,10 +242,10 @@ void symmetric_product_items(const at::Tensor& c, const at::Tensor& a, const at:
     const auto* right = b.data_ptr<Scalar>() + matrix * b.stride(0);
     // C[j:, j:j+w] = β C[j:, j:j+w] + α A[j:, :] B[:, j:j+w]. (BLAS does not read C
     // when β = 0.)
-    gemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, static_cast<int>(n - panel.first),
-        static_cast<int>(panel.width), static_cast<int>(n), static_cast<Scalar>(alpha), left + panel.first * lda,
-        static_cast<int>(lda), right + panel.first, static_cast<int>(ldb), static_cast<Scalar>(beta),
-        out + panel.first * ldc + panel.first, static_cast<int>(ldc));
+    gemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, static_cast<int>(n - panel.first), static_cast<int>(panel.width),
+        static_cast<int>(n), static_cast<Scalar>(alpha), left + panel.first * lda, static_cast<int>(lda),
+        right + panel.first, static_cast<int>(ldb), static_cast<Scalar>(beta), out + panel.first * ldc + panel.first,
+        static_cast<int>(ldc));
     mirror_columns(out, n, ldc, panel.first, panel.first + panel.width);
   }
 }
@@ -277,8 +282,8 @@ bool stack_gemm_supported(const at::Tensor& c, const at::Tensor& a, const at::Te
 }
 
 void stack_gemm(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta) {
-  TORCH_CHECK(stack_gemm_supported(c, a, b), "dash: stack_gemm cannot take stacks of ", describe(c), ", ",
-      describe(a), " and ", describe(b));
+  TORCH_CHECK(stack_gemm_supported(c, a, b), "dash: stack_gemm cannot take stacks of ", describe(c), ", ", describe(a),
+      " and ", describe(b));
   RECORD_FUNCTION("dash::gemm", std::vector<c10::IValue>({c, a, b}));
   const int64_t blocks = std::max<int64_t>(1, (c.size(1) + kGemmRows - 1) / kGemmRows);
   const double flops = 2.0 * static_cast<double>(c.numel()) * static_cast<double>(a.size(2));
@@ -309,16 +314,15 @@ bool stack_symmetric_product_supported(const at::Tensor& c, const at::Tensor& a,
          b.size(2) == c.size(1);
 }
 
-void stack_symmetric_product(
-    const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta) {
+void stack_symmetric_product(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta) {
   TORCH_CHECK(stack_symmetric_product_supported(c, a, b), "dash: stack_symmetric_product cannot take stacks of ",
       describe(c), ", ", describe(a), " and ", describe(b));
   // Visible to profilers and to tests that count the solvers' matmuls, as a bmm is.
   RECORD_FUNCTION("dash::symmetric_product", std::vector<c10::IValue>({c, a, b}));
   const auto panels = balanced_panels(c.size(1));
   const double flops = static_cast<double>(c.size(0)) * symmetric_product_flops(c.size(1));
-  split_by_dtype(c, c.size(0) * static_cast<int64_t>(panels.size()), flops,
-      [&](auto zero, int64_t first, int64_t last) {
+  split_by_dtype(
+      c, c.size(0) * static_cast<int64_t>(panels.size()), flops, [&](auto zero, int64_t first, int64_t last) {
         symmetric_product_items<decltype(zero)>(c, a, b, alpha, beta, panels, first, last);
       });
 }
@@ -327,8 +331,8 @@ double symmetric_product_flops(int64_t n) {
   const int64_t width = std::max<int64_t>(1, panel_width(n));
   double flops = 0.0;
   for (int64_t first = 0; first < n; first += width) {
-    flops += 2.0 * static_cast<double>(n - first) * static_cast<double>(std::min(width, n - first)) *
-             static_cast<double>(n);
+    flops +=
+        2.0 * static_cast<double>(n - first) * static_cast<double>(std::min(width, n - first)) * static_cast<double>(n);
   }
   return flops;
 }

@@ -68,9 +68,10 @@ bool stack_symmetric_product_supported(const at::Tensor& c, const at::Tensor& a,
 /// C ← β C + α A B where every A B is symmetric: A and B symmetric and commuting,
 /// as polynomials in one matrix are (the iterates of Newton–Denman–Beavers, coupled
 /// Newton and Clenshaw's recurrence). Only the lower triangle is computed, one GEMM
-/// per panel of w columns, C[j:, j:j+w] = A[j:, :] B[:, j:j+w], and each panel's rows
-/// of the upper triangle are mirrored from it: about (n + w)/(2n) of a GEMM's
-/// multiply-adds (0.56 at n = 256), and C exactly symmetric. β reads C's lower
+/// per panel of w columns (n/8 rounded up to a multiple of 16, clamped to 32…128),
+/// C[j:, j:j+w] = A[j:, :] B[:, j:j+w], and each panel's rows of the upper triangle
+/// are mirrored from it: (n + w)/(2n) of a GEMM's multiply-adds where w divides n
+/// (0.5625 at n = 256), and C exactly symmetric. β reads C's lower
 /// triangle only (C is taken to be symmetric); β = 0 ignores what C held. If A B is
 /// not symmetric, C is its lower triangle mirrored.
 ///
@@ -78,8 +79,7 @@ bool stack_symmetric_product_supported(const at::Tensor& c, const at::Tensor& a,
 /// over the cores by for_each_range(): a matrix's result does not depend on the
 /// stack it is in or on the thread count, and a stack of fewer matrices than cores
 /// still uses them all. Requires stack_symmetric_product_supported(c, a, b).
-void stack_symmetric_product(
-    const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta);
+void stack_symmetric_product(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta);
 
 /// FLOPs of one n × n product by stack_symmetric_product(), 2 · Σ over its panels
 /// of (n − j) · w · n (a GEMM's are 2n³).

@@ -23,8 +23,8 @@
 namespace dash::linalg {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::error_of;
+using ::testing::HasSubstr;
 
 at::Tensor random_spd_stack(int64_t count, int64_t size) {
   at::manual_seed(7);
@@ -190,7 +190,8 @@ TEST(StackBlas, GemmGivesEachMatrixWhatItGetsAloneAndRefusesWhatItCannotTake) {
   auto together = at::empty({5, 256, 256});
   auto alone = at::empty({5, 256, 256});
   stack_gemm(together, a, b, 0.5, 0.0);
-  for (int64_t i = 0; i < 5; ++i) stack_gemm(alone.slice(0, i, i + 1), a.slice(0, i, i + 1), b.slice(0, i, i + 1), 0.5, 0.0);
+  for (int64_t i = 0; i < 5; ++i)
+    stack_gemm(alone.slice(0, i, i + 1), a.slice(0, i, i + 1), b.slice(0, i, i + 1), 0.5, 0.0);
   EXPECT_TRUE(at::equal(together, alone));
   const auto c = at::zeros({2, 4, 6});
   EXPECT_TRUE(stack_gemm_supported(c, at::zeros({2, 4, 3}), at::zeros({2, 3, 6})));
@@ -198,8 +199,11 @@ TEST(StackBlas, GemmGivesEachMatrixWhatItGetsAloneAndRefusesWhatItCannotTake) {
   EXPECT_FALSE(stack_gemm_supported(c, at::zeros({2, 3, 4}).transpose(1, 2), at::zeros({2, 3, 6})));  // column-major A
   EXPECT_FALSE(stack_gemm_supported(c.to(at::kHalf), at::zeros({2, 4, 3}, at::kHalf), at::zeros({2, 3, 6}, at::kHalf)));
   const auto shared = at::zeros({2, 4, 12});
-  EXPECT_FALSE(stack_gemm_supported(shared.narrow(2, 0, 6), shared.narrow(2, 6, 6).narrow(1, 0, 4), at::zeros({2, 6, 6})));
-  EXPECT_THAT(error_of([&] { stack_gemm(c, at::zeros({2, 4, 3}), at::zeros({2, 4, 6}), 1.0, 0.0); }),
+  EXPECT_FALSE(
+      stack_gemm_supported(shared.narrow(2, 0, 6), shared.narrow(2, 6, 6).narrow(1, 0, 4), at::zeros({2, 6, 6})));
+  EXPECT_THAT(error_of([&] {
+    stack_gemm(c, at::zeros({2, 4, 3}), at::zeros({2, 4, 6}), 1.0, 0.0);
+  }),
       HasSubstr("stack_gemm cannot take stacks"));
 }
 
@@ -290,11 +294,11 @@ TEST(StackBlas, SymmetricProductRefusesWhatItCannotTake) {
   const auto a = at::zeros({2, 4, 4});
   EXPECT_FALSE(stack_symmetric_product_supported(c.to(at::kHalf), a.to(at::kHalf), a.to(at::kHalf)));
   EXPECT_FALSE(stack_symmetric_product_supported(c, a, a.to(at::kDouble)));
-  EXPECT_FALSE(stack_symmetric_product_supported(c, a, at::zeros({2, 4, 5})));         // not square
-  EXPECT_FALSE(stack_symmetric_product_supported(c, a, at::zeros({3, 4, 4})));         // another count
+  EXPECT_FALSE(stack_symmetric_product_supported(c, a, at::zeros({2, 4, 5})));  // not square
+  EXPECT_FALSE(stack_symmetric_product_supported(c, a, at::zeros({3, 4, 4})));  // another count
   EXPECT_FALSE(stack_symmetric_product_supported(c, a, at::zeros({2, 5, 4}).narrow(1, 0, 4).transpose(1, 2)));
   EXPECT_FALSE(stack_symmetric_product_supported(at::zeros({1, 4, 4}).expand({2, 4, 4}), a, a));  // overlapping
-  EXPECT_FALSE(stack_symmetric_product_supported(a, a, c));                                      // C is A
+  EXPECT_FALSE(stack_symmetric_product_supported(a, a, c));                                       // C is A
   EXPECT_THAT(error_of([&] { stack_symmetric_product(c.to(at::kHalf), a.to(at::kHalf), a.to(at::kHalf), 1.0, 0.0); }),
       HasSubstr("stack_symmetric_product cannot take stacks"));
 }
@@ -333,7 +337,8 @@ TEST(StackBlas, MatmulSolverRootsAreExactlySymmetric) {
 
 TEST(StackBlas, TheSymmetricProductPlanSaysWhy) {
   const auto plan = stack_symmetric_product_plan(at::Device(at::kCPU));
-  EXPECT_THAT(plan.description, HasSubstr(plan.one_triangle ? "column panels of the lower triangle" : "one GEMM per stack ("));
+  EXPECT_THAT(
+      plan.description, HasSubstr(plan.one_triangle ? "column panels of the lower triangle" : "one GEMM per stack ("));
   if (stack_lapack_plan(16, at::Device(at::kCPU)).workers > 1) EXPECT_TRUE(plan.one_triangle) << plan.description;
   EXPECT_FALSE(stack_symmetric_product_plan(at::Device(at::kCUDA, 0)).one_triangle);
 }
