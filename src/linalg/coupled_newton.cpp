@@ -18,6 +18,7 @@
 // (newton_denman_beavers.cpp): a first-order error μ of M dies in one step
 // (N^p M = I + O(μ²) at M = I + μ), and X does not feed back into M, so what the
 // mirror changes in X N (through X μ) does not accumulate.
+//
 // Iterates come from the Scratch and are dropped when dead: no allocation per step.
 // X, M' and the powers of N only feed matmuls, so they stay in the operand dtype
 // (batched_matmul.h); N is rounded to it once for its p + 1 products.
