@@ -207,12 +207,16 @@ TEST(StackBlas, GemmGivesEachMatrixWhatItGetsAloneAndRefusesWhatItCannotTake) {
       HasSubstr("stack_gemm cannot take stacks"));
 }
 
-// Commuting symmetric A = Q diag(λ) Qᵀ and B = Q diag(μ) Qᵀ (one Q per matrix),
-// in float64: their products are symmetric, as those of the solvers' iterates are.
+// (M + Mᵀ)/2: symmetric bit for bit (both entries are the same sum, halved exactly).
+at::Tensor exactly_symmetric(const at::Tensor& m) { return (m + m.transpose(1, 2)) * 0.5; }
+
+// A exactly symmetric and B = A/2 (an exact scaling), in float64: the exact
+// product A B = A²/2 of the stored numbers is symmetric, as the solvers' products of
+// commuting iterates are meant to be, so a mirrored triangle can be held to the
+// rounding bound entry by entry.
 std::pair<at::Tensor, at::Tensor> commuting_pair(int64_t count, int64_t n, uint64_t seed) {
-  const auto a = testing::log_spaced_spectrum(count, n, 1e3, seed);
-  const auto mu = at::linspace(-1.0, 2.0, n, at::kDouble).expand({count, n});
-  return {a.matrices, at::matmul(a.vectors * mu.unsqueeze(1), a.vectors.transpose(1, 2))};
+  const auto a = exactly_symmetric(testing::log_spaced_spectrum(count, n, 1e3, seed).matrices);
+  return {a, a * 0.5};
 }
 
 // C ← β C + α A B against float64 for sizes of one panel and of several (some
@@ -235,7 +239,7 @@ TEST(StackBlas, SymmetricProductMatchesFloat64AndIsExactlySymmetric) {
           auto c_rows = at::zeros({count, n, n + 5}, dtype);
           auto c = c_rows.narrow(2, 0, n);
           const auto [c64, ignored] = commuting_pair(count, n, 99);
-          c.copy_(c64);
+          c.copy_(c64);  // exactly symmetric: β reads C's lower triangle only
           if (beta == 0.0) c.fill_(std::numeric_limits<double>::quiet_NaN());
           const auto c_before = beta == 0.0 ? at::zeros_like(c64) : c.to(at::kDouble).clone();
           const double alpha = 0.7;
