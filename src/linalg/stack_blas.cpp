@@ -10,7 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
-#include <type_traits>
+#include <tuple>
 #include <vector>
 
 #if defined(__unix__) || defined(__APPLE__)
@@ -54,27 +54,13 @@ constexpr int kCblasNoTrans = 111;
 constexpr int kCblasTrans = 112;
 constexpr int kCblasLower = 122;
 
-struct Cblas {
-  CblasSyrk<float> ssyrk = nullptr;
-  CblasSyrk<double> dsyrk = nullptr;
-  CblasGemm<float> sgemm = nullptr;
-  CblasGemm<double> dgemm = nullptr;
-
-  template <typename Scalar>
-  CblasSyrk<Scalar> syrk() const {
-    if constexpr (std::is_same_v<Scalar, float>)
-      return ssyrk;
-    else
-      return dsyrk;
-  }
-  template <typename Scalar>
-  CblasGemm<Scalar> gemm() const {
-    if constexpr (std::is_same_v<Scalar, float>)
-      return sgemm;
-    else
-      return dgemm;
-  }
+// One precision's routines; nullptr where OpenBLAS does not export them.
+template <typename Scalar>
+struct CblasRoutines {
+  CblasSyrk<Scalar> syrk = nullptr;
+  CblasGemm<Scalar> gemm = nullptr;
 };
+using Cblas = std::tuple<CblasRoutines<float>, CblasRoutines<double>>;
 
 const Cblas& cblas() {
   static const Cblas symbols = [] {
@@ -88,23 +74,32 @@ const Cblas& cblas() {
     if (dladdr(reinterpret_cast<void*>(config), &library) == 0 || library.dli_fname == nullptr) return found;
     void* openblas_library = dlopen(library.dli_fname, RTLD_NOW | RTLD_NOLOAD);
     if (openblas_library == nullptr) return found;
-    found.ssyrk = reinterpret_cast<CblasSyrk<float>>(dlsym(openblas_library, "cblas_ssyrk"));
-    found.dsyrk = reinterpret_cast<CblasSyrk<double>>(dlsym(openblas_library, "cblas_dsyrk"));
-    found.sgemm = reinterpret_cast<CblasGemm<float>>(dlsym(openblas_library, "cblas_sgemm"));
-    found.dgemm = reinterpret_cast<CblasGemm<double>>(dlsym(openblas_library, "cblas_dgemm"));
+    auto& [single, twice] = found;
+    single.syrk = reinterpret_cast<CblasSyrk<float>>(dlsym(openblas_library, "cblas_ssyrk"));
+    single.gemm = reinterpret_cast<CblasGemm<float>>(dlsym(openblas_library, "cblas_sgemm"));
+    twice.syrk = reinterpret_cast<CblasSyrk<double>>(dlsym(openblas_library, "cblas_dsyrk"));
+    twice.gemm = reinterpret_cast<CblasGemm<double>>(dlsym(openblas_library, "cblas_dgemm"));
 #endif
     return found;
   }();
   return symbols;
 }
 
+template <typename Scalar>
+const CblasRoutines<Scalar>& cblas_for() {
+  return std::get<CblasRoutines<Scalar>>(cblas());
+}
+
 enum class Routine { Syrk, Gemm };
 
+template <typename Scalar>
+bool found_for(Routine routine) {
+  const auto& blas = cblas_for<Scalar>();
+  return routine == Routine::Syrk ? blas.syrk != nullptr : blas.gemm != nullptr;
+}
+
 bool found(Routine routine, at::ScalarType dtype) {
-  const auto& blas = cblas();
-  if (dtype == at::kFloat) return routine == Routine::Syrk ? blas.ssyrk != nullptr : blas.sgemm != nullptr;
-  if (dtype == at::kDouble) return routine == Routine::Syrk ? blas.dsyrk != nullptr : blas.dgemm != nullptr;
-  return false;
+  return dtype == at::kFloat ? found_for<float>(routine) : dtype == at::kDouble && found_for<double>(routine);
 }
 
 // What the plans spell out: a CPU stack, an OpenBLAS the split controls, the routine.
@@ -160,7 +155,7 @@ void mirror_columns(Scalar* c, int64_t n, int64_t ldc, int64_t first, int64_t la
 template <typename Scalar>
 void syrk_range(const at::Tensor& c, const at::Tensor& a, bool transpose_a, double alpha, double beta, int64_t first,
     int64_t last) {
-  const auto syrk = cblas().syrk<Scalar>();
+  const auto syrk = cblas_for<Scalar>().syrk;
   const auto n = static_cast<int>(c.size(1));
   const auto k = static_cast<int>(transpose_a ? a.size(1) : a.size(2));
   for (int64_t i = first; i < last; ++i) {
@@ -213,7 +208,7 @@ constexpr int64_t kGemmRows = 128;
 template <typename Scalar>
 void gemm_items(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta,
     int64_t blocks, int64_t first, int64_t last) {
-  const auto gemm = cblas().gemm<Scalar>();
+  const auto gemm = cblas_for<Scalar>().gemm;
   const int64_t m = c.size(1), n = c.size(2), k = a.size(2);
   const int64_t ldc = c.stride(1), lda = a.stride(1), ldb = b.stride(1);
   for (int64_t item = first; item < last; ++item) {
@@ -230,7 +225,7 @@ void gemm_items(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, d
 template <typename Scalar>
 void symmetric_product_items(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta,
     const std::vector<Panel>& panels, int64_t first, int64_t last) {
-  const auto gemm = cblas().gemm<Scalar>();
+  const auto gemm = cblas_for<Scalar>().gemm;
   const int64_t n = c.size(1);
   const int64_t count = static_cast<int64_t>(panels.size());
   const int64_t ldc = c.stride(1), lda = a.stride(1), ldb = b.stride(1);
