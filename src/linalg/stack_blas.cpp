@@ -152,22 +152,42 @@ void mirror_columns(Scalar* c, int64_t n, int64_t ldc, int64_t first, int64_t la
   }
 }
 
+// A stack's base pointer and strides, read on the caller's thread before the split:
+// in LibTorch ≥ 2.3 data_ptr() may copy a copy-on-write storage, which must not
+// happen in several helper threads at once.
 template <typename Scalar>
-void syrk_range(const at::Tensor& c, const at::Tensor& a, bool transpose_a, double alpha, double beta, int64_t first,
-    int64_t last) {
+struct MatrixStack {
+  Scalar* data;
+  int64_t stride;  // between matrices
+  int64_t ld;      // between rows
+
+  Scalar* matrix(int64_t index) const { return data + index * stride; }
+};
+
+template <typename Scalar>
+MatrixStack<Scalar> writable_view(const at::Tensor& t) {
+  return {t.data_ptr<Scalar>(), t.stride(0), t.stride(1)};
+}
+
+template <typename Scalar>
+MatrixStack<const Scalar> readable_view(const at::Tensor& t) {
+  return {t.data_ptr<Scalar>(), t.stride(0), t.stride(1)};
+}
+
+template <typename Scalar>
+void syrk_range(const MatrixStack<Scalar>& c, const MatrixStack<const Scalar>& a, int64_t n, int64_t k,
+    bool transpose_a, double alpha, double beta, int64_t first, int64_t last) {
   const auto syrk = cblas_for<Scalar>().syrk;
-  const auto n = static_cast<int>(c.size(1));
-  const auto k = static_cast<int>(transpose_a ? a.size(1) : a.size(2));
   for (int64_t i = first; i < last; ++i) {
-    auto* out = c.data_ptr<Scalar>() + i * c.stride(0);
-    const auto* in = a.data_ptr<Scalar>() + i * a.stride(0);
+    auto* out = c.matrix(i);
     if (beta == 0.0) {
       // BLAS may scale C by β before it adds: 0 · NaN would keep a NaN.
-      for (int64_t row = 0; row < n; ++row) std::fill_n(out + row * c.stride(1), n, Scalar(0));
+      for (int64_t row = 0; row < n; ++row) std::fill_n(out + row * c.ld, n, Scalar(0));
     }
-    syrk(kCblasRowMajor, kCblasLower, transpose_a ? kCblasTrans : kCblasNoTrans, n, k, static_cast<Scalar>(alpha), in,
-        static_cast<int>(a.stride(1)), static_cast<Scalar>(beta), out, static_cast<int>(c.stride(1)));
-    mirror_columns(out, n, c.stride(1), 0, n);
+    syrk(kCblasRowMajor, kCblasLower, transpose_a ? kCblasTrans : kCblasNoTrans, static_cast<int>(n),
+        static_cast<int>(k), static_cast<Scalar>(alpha), a.matrix(i), static_cast<int>(a.ld), static_cast<Scalar>(beta),
+        out, static_cast<int>(c.ld));
+    mirror_columns(out, n, c.ld, 0, n);
   }
 }
 
@@ -205,61 +225,68 @@ std::vector<Panel> balanced_panels(int64_t n) {
 // 0.3.21) a block of 128 rows ran as fast as the whole 256² or 512² product.
 constexpr int64_t kGemmRows = 128;
 
+// The operands of stack_gemm() and stack_symmetric_product(), as read on the
+// caller's thread: C ← β C + α A B, with C m × n and k the inner size.
 template <typename Scalar>
-void gemm_items(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta,
-    int64_t blocks, int64_t first, int64_t last) {
-  const auto gemm = cblas_for<Scalar>().gemm;
-  const int64_t m = c.size(1), n = c.size(2), k = a.size(2);
-  const int64_t ldc = c.stride(1), lda = a.stride(1), ldb = b.stride(1);
+struct ProductOperands {
+  MatrixStack<Scalar> c;
+  MatrixStack<const Scalar> a;
+  MatrixStack<const Scalar> b;
+  int64_t m, n, k;
+  Scalar alpha, beta;
+};
+
+template <typename Scalar>
+ProductOperands<Scalar> product_operands(
+    const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta) {
+  return {writable_view<Scalar>(c), readable_view<Scalar>(a), readable_view<Scalar>(b), c.size(1), c.size(2), a.size(2),
+      static_cast<Scalar>(alpha), static_cast<Scalar>(beta)};
+}
+
+// C[row:row+rows, col:col+cols] = β C[…] + α A[row:row+rows, :] B[:, col:col+cols], for
+// one matrix of the stacks. (BLAS does not read C when β = 0.)
+template <typename Scalar>
+void gemm_block(
+    const ProductOperands<Scalar>& p, int64_t matrix, int64_t row, int64_t col, int64_t rows, int64_t cols) {
+  cblas_for<Scalar>().gemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, static_cast<int>(rows), static_cast<int>(cols),
+      static_cast<int>(p.k), p.alpha, p.a.matrix(matrix) + row * p.a.ld, static_cast<int>(p.a.ld),
+      p.b.matrix(matrix) + col, static_cast<int>(p.b.ld), p.beta, p.c.matrix(matrix) + row * p.c.ld + col,
+      static_cast<int>(p.c.ld));
+}
+
+template <typename Scalar>
+void gemm_items(const ProductOperands<Scalar>& p, int64_t blocks, int64_t first, int64_t last) {
   for (int64_t item = first; item < last; ++item) {
-    const int64_t matrix = item / blocks;
     const int64_t row = item % blocks * kGemmRows;
-    gemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, static_cast<int>(std::min(kGemmRows, m - row)),
-        static_cast<int>(n), static_cast<int>(k), static_cast<Scalar>(alpha),
-        a.data_ptr<Scalar>() + matrix * a.stride(0) + row * lda, static_cast<int>(lda),
-        b.data_ptr<Scalar>() + matrix * b.stride(0), static_cast<int>(ldb), static_cast<Scalar>(beta),
-        c.data_ptr<Scalar>() + matrix * c.stride(0) + row * ldc, static_cast<int>(ldc));
+    gemm_block(p, item / blocks, row, 0, std::min(kGemmRows, p.m - row), p.n);
   }
 }
 
 template <typename Scalar>
-void symmetric_product_items(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta,
-    const std::vector<Panel>& panels, int64_t first, int64_t last) {
-  const auto gemm = cblas_for<Scalar>().gemm;
-  const int64_t n = c.size(1);
+void symmetric_product_items(
+    const ProductOperands<Scalar>& p, const std::vector<Panel>& panels, int64_t first, int64_t last) {
   const int64_t count = static_cast<int64_t>(panels.size());
-  const int64_t ldc = c.stride(1), lda = a.stride(1), ldb = b.stride(1);
   for (int64_t item = first; item < last; ++item) {
     const int64_t matrix = item / count;
     const auto& panel = panels[static_cast<size_t>(item % count)];
-    auto* out = c.data_ptr<Scalar>() + matrix * c.stride(0);
-    const auto* left = a.data_ptr<Scalar>() + matrix * a.stride(0);
-    const auto* right = b.data_ptr<Scalar>() + matrix * b.stride(0);
-    // C[j:, j:j+w] = β C[j:, j:j+w] + α A[j:, :] B[:, j:j+w]. (BLAS does not read C
-    // when β = 0.)
-    gemm(kCblasRowMajor, kCblasNoTrans, kCblasNoTrans, static_cast<int>(n - panel.first), static_cast<int>(panel.width),
-        static_cast<int>(n), static_cast<Scalar>(alpha), left + panel.first * lda, static_cast<int>(lda),
-        right + panel.first, static_cast<int>(ldb), static_cast<Scalar>(beta), out + panel.first * ldc + panel.first,
-        static_cast<int>(ldc));
-    mirror_columns(out, n, ldc, panel.first, panel.first + panel.width);
+    // The panel's part of the lower triangle, C[j:, j:j+w], then its mirror.
+    gemm_block(p, matrix, panel.first, panel.first, p.n - panel.first, panel.width);
+    mirror_columns(p.c.matrix(matrix), p.n, p.c.ld, panel.first, panel.first + panel.width);
   }
 }
 
-// Runs `run(Scalar{}, first, last)` over `items` work items split by
-// for_each_range(), with Scalar the C++ type of C's dtype (float or double); no
-// more ranges than `flops` pays threads for.
-template <typename Run>
-void split_by_dtype(const at::Tensor& c, int64_t items, double flops, const Run& run) {
-  for_each_range(
-      items, c.device(),
-      [&](int64_t first, int64_t last) {
-        if (c.scalar_type() == at::kFloat) {
-          run(float{}, first, last);
-        } else {
-          run(double{}, first, last);
-        }
-      },
-      static_cast<int64_t>(flops / kMinFlopsPerRange));
+// Splits `items` work items over for_each_range(), no more ranges than `flops` pays
+// threads for. `ranges_for(Scalar{})`, called on the caller's thread with Scalar the
+// C++ type of C's dtype (float or double), returns what runs a range:
+// (first, last) → void.
+template <typename RangesFor>
+void split_by_dtype(const at::Tensor& c, int64_t items, double flops, const RangesFor& ranges_for) {
+  const auto max_workers = static_cast<int64_t>(flops / kMinFlopsPerRange);
+  if (c.scalar_type() == at::kFloat) {
+    for_each_range(items, c.device(), ranges_for(float{}), max_workers);
+  } else {
+    for_each_range(items, c.device(), ranges_for(double{}), max_workers);
+  }
 }
 
 // "sizes (dtype, device)", for the refusals' messages.
@@ -282,8 +309,9 @@ void stack_gemm(const at::Tensor& c, const at::Tensor& a, const at::Tensor& b, d
   RECORD_FUNCTION("dash::gemm", std::vector<c10::IValue>({c, a, b}));
   const int64_t blocks = std::max<int64_t>(1, (c.size(1) + kGemmRows - 1) / kGemmRows);
   const double flops = 2.0 * static_cast<double>(c.numel()) * static_cast<double>(a.size(2));
-  split_by_dtype(c, c.size(0) * blocks, flops, [&](auto zero, int64_t first, int64_t last) {
-    gemm_items<decltype(zero)>(c, a, b, alpha, beta, blocks, first, last);
+  split_by_dtype(c, c.size(0) * blocks, flops, [&](auto zero) {
+    return [operands = product_operands<decltype(zero)>(c, a, b, alpha, beta), blocks](
+               int64_t first, int64_t last) { gemm_items(operands, blocks, first, last); };
   });
 }
 
@@ -295,11 +323,14 @@ void stack_syrk(const at::Tensor& c, const at::Tensor& a, bool transpose_a, doub
   TORCH_CHECK(stack_syrk_supported(c, a), "dash: stack_syrk cannot take stacks of ", describe(c), " and ", describe(a));
   TORCH_CHECK(c.size(1) == (transpose_a ? a.size(2) : a.size(1)), "dash: stack_syrk: C of ", c.sizes(),
       " does not fit A", transpose_a ? "ᵀA" : "Aᵀ", " for A of ", a.sizes());
-  const double n = static_cast<double>(c.size(1));
-  const double k = static_cast<double>(transpose_a ? a.size(1) : a.size(2));
-  const double flops = static_cast<double>(c.size(0)) * n * (n + 1.0) * k;
-  split_by_dtype(c, c.size(0), flops, [&](auto zero, int64_t first, int64_t last) {
-    syrk_range<decltype(zero)>(c, a, transpose_a, alpha, beta, first, last);
+  const int64_t n = c.size(1);
+  const int64_t k = transpose_a ? a.size(1) : a.size(2);
+  const double flops =
+      static_cast<double>(c.size(0)) * static_cast<double>(n) * (static_cast<double>(n) + 1.0) * static_cast<double>(k);
+  split_by_dtype(c, c.size(0), flops, [&](auto zero) {
+    using Scalar = decltype(zero);
+    return [out = writable_view<Scalar>(c), in = readable_view<Scalar>(a), n, k, transpose_a, alpha, beta](
+               int64_t first, int64_t last) { syrk_range(out, in, n, k, transpose_a, alpha, beta, first, last); };
   });
 }
 
@@ -316,10 +347,10 @@ void stack_symmetric_product(const at::Tensor& c, const at::Tensor& a, const at:
   RECORD_FUNCTION("dash::symmetric_product", std::vector<c10::IValue>({c, a, b}));
   const auto panels = balanced_panels(c.size(1));
   const double flops = static_cast<double>(c.size(0)) * symmetric_product_flops(c.size(1));
-  split_by_dtype(
-      c, c.size(0) * static_cast<int64_t>(panels.size()), flops, [&](auto zero, int64_t first, int64_t last) {
-        symmetric_product_items<decltype(zero)>(c, a, b, alpha, beta, panels, first, last);
-      });
+  split_by_dtype(c, c.size(0) * static_cast<int64_t>(panels.size()), flops, [&](auto zero) {
+    return [operands = product_operands<decltype(zero)>(c, a, b, alpha, beta), &panels](
+               int64_t first, int64_t last) { symmetric_product_items(operands, panels, first, last); };
+  });
 }
 
 double symmetric_product_flops(int64_t n) {
