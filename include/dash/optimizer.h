@@ -98,6 +98,13 @@ class Dash : public torch::optim::Optimizer {
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
 
+  /// Adds a parameter group before the first step (the state is planned for all
+  /// groups then). Checks the group's parameters and options as the constructor
+  /// does, and leaves the optimizer unchanged when they fail. (Hides
+  /// torch::optim::Optimizer's non-virtual method: a call through a base reference
+  /// skips the checks until the next step.)
+  void add_param_group(const torch::optim::OptimizerParamGroup& param_group);
+
   /// Failure counters and skip counts; reads a few scalars back from the device.
   /// Distributed: the stacks and failures of this rank's blocks.
   DashDiagnostics diagnostics() const;

@@ -225,4 +225,8 @@ def _process_group(process_group: Optional[Any]) -> Optional[Any]:
         if not (dist.is_available() and dist.is_initialized()):
             return None
         process_group = dist.group.WORLD
+    group_type = getattr(dist, "ProcessGroup", None) if dist.is_available() else None
+    if group_type is not None and not isinstance(process_group, group_type):
+        raise TypeError(f"dash.Dash: process_group must be a torch.distributed ProcessGroup, "
+                        f"got {type(process_group).__name__}")
     return process_group if dist.get_world_size(process_group) > 1 else None

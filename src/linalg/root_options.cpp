@@ -6,8 +6,17 @@
 #include <c10/util/Exception.h>
 
 #include <cmath>
+#include <limits>
 
 namespace dash {
+namespace {
+
+// Newton steps, Chebyshev terms and power iterations each cost a few matmuls over
+// the stack: a thousand is far past any use (the solvers converge in tens) and
+// still finishes; a mistyped 10⁷ would run for hours.
+constexpr int64_t kMaxIterations = 1000;
+
+}  // namespace
 
 void check_solver_options(const EigenOptions& options) {
   TORCH_CHECK(options.refresh_tolerance() >= 0.0 && options.refresh_tolerance() <= 1.0,
@@ -19,8 +28,8 @@ void check_solver_options(const EigenOptions& options) {
 }
 
 void check_solver_options(const NewtonOptions& options) {
-  TORCH_CHECK(
-      options.steps() >= 1, "dash::inverse_root: newton_steps (newton.steps) must be >= 1, got ", options.steps());
+  TORCH_CHECK(options.steps() >= 1 && options.steps() <= kMaxIterations,
+      "dash::inverse_root: newton_steps (newton.steps) must be in [1, ", kMaxIterations, "], got ", options.steps());
   TORCH_CHECK(options.tolerance() >= 0.0,
       "dash::inverse_root: tolerance (newton.tolerance) must be >= 0 (0 = fixed steps), got ", options.tolerance());
   TORCH_CHECK(options.check_interval() >= 1,
@@ -35,7 +44,8 @@ void check_solver_options(const NewtonDBOptions& options) {
 }
 
 void check_solver_options(const ChebyshevOptions& options) {
-  TORCH_CHECK(options.degree() >= 1, "dash::inverse_root: chebyshev_degree (chebyshev.degree) must be >= 1, got ",
+  TORCH_CHECK(options.degree() >= 1 && options.degree() <= kMaxIterations,
+      "dash::inverse_root: chebyshev_degree (chebyshev.degree) must be in [1, ", kMaxIterations, "], got ",
       options.degree());
   TORCH_CHECK(options.interval_min() > 0.0 && options.interval_min() < 1.0,
       "dash::inverse_root: chebyshev_interval_min (chebyshev.interval_min) must be in (0, 1), got ",
@@ -43,7 +53,8 @@ void check_solver_options(const ChebyshevOptions& options) {
 }
 
 void check_solver_options(const SpectralScaleOptions& options) {
-  TORCH_CHECK(options.iterations() >= 1, "dash::inverse_root: power_iterations (scaling.iterations) must be >= 1, got ",
+  TORCH_CHECK(options.iterations() >= 1 && options.iterations() <= kMaxIterations,
+      "dash::inverse_root: power_iterations (scaling.iterations) must be in [1, ", kMaxIterations, "], got ",
       options.iterations());
   TORCH_CHECK(options.vectors() >= 1 && options.vectors() <= 32,
       "dash::inverse_root: power_vectors (scaling.vectors) must be in [1, 32], got ", options.vectors());
@@ -54,8 +65,10 @@ void check_solver_options(const SpectralScaleOptions& options) {
 void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
   // Shampoo asks for p = 2·(tensor order); beyond 64 a root is the identity to float precision.
   TORCH_CHECK(p >= 1 && p <= 64, "dash::inverse_root: root p must be an integer in [1, 64], got p = ", p);
-  TORCH_CHECK(options.epsilon() >= 0.0 && std::isfinite(options.epsilon()),
-      "dash::inverse_root: epsilon must be finite and >= 0, got ", options.epsilon());
+  // ε is added to float32 factors: above FLT_MAX it is not a float32 number.
+  TORCH_CHECK(options.epsilon() >= 0.0 && options.epsilon() <= std::numeric_limits<float>::max(),
+      "dash::inverse_root: epsilon must be in [0, ", std::numeric_limits<float>::max(), "] (float32's largest), got ",
+      options.epsilon());
   TORCH_CHECK(options.relative_epsilon() >= 0.0 && options.relative_epsilon() < 1.0,
       "dash::inverse_root: relative_epsilon must be in [0, 1), got ", options.relative_epsilon());
   // Every struct is checked whatever the method: RootMethod::Auto tries them all,

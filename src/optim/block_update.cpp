@@ -7,11 +7,15 @@
 
 #include <ATen/ATen.h>
 
+#include <cmath>
+
 namespace dash::optim {
 
 at::Tensor bias_correction(double beta, const at::Tensor& steps, bool enabled) {
-  if (!enabled) return at::ones_like(steps);
-  return 1.0 - at::pow(beta, steps);
+  if (!enabled || beta == 0.0) return at::ones_like(steps);
+  // 1 − β^t = −expm1(t log β), with log β taken in double: the steps are float32, in
+  // which a β within 2⁻²⁵ of 1 is 1 and 1 − β^t would be 0 (an infinite step).
+  return at::expm1(steps * std::log(beta)).neg_();
 }
 
 void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, double beta) {

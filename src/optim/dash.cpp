@@ -5,6 +5,7 @@
 #include "optim/engine.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 #include <torch/serialize/archive.h>
 
@@ -53,6 +54,9 @@ Dash::Dash(std::vector<torch::optim::OptimizerParamGroup> param_groups, DashOpti
     optim::check_options(optim::options_of(group));
   }
   check_ranks_agree(distributed_.get(), param_groups_);
+  // The state outlives the construction: built under torch.inference_mode(), it
+  // would be inference tensors that no later step may update.
+  const c10::InferenceMode state_is_not_inference(false);
   impl_ = std::make_unique<Dash::Impl>(param_groups_, distributed_);
 }
 
@@ -60,6 +64,19 @@ Dash::Dash(std::vector<at::Tensor> params, DashOptions defaults, std::shared_ptr
     : Dash({torch::optim::OptimizerParamGroup(std::move(params))}, std::move(defaults), std::move(distributed)) {}
 
 Dash::~Dash() = default;
+
+void Dash::add_param_group(const torch::optim::OptimizerParamGroup& param_group) {
+  TORCH_CHECK(impl_->steps_taken() == 0,
+      "dash::Dash: add_param_group after the first step is not supported; add every parameter group before stepping");
+  Optimizer::add_param_group(param_group);
+  try {
+    optim::check_options(optim::options_of(param_groups_.back()));
+    optim::check_parameters(param_groups_);
+  } catch (...) {
+    param_groups_.pop_back();
+    throw;
+  }
+}
 
 void Dash::rebuild_engine() {
   check_ranks_agree(distributed_.get(), param_groups_);

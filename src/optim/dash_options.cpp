@@ -7,6 +7,7 @@
 #include <c10/util/Exception.h>
 
 #include <cmath>
+#include <limits>
 
 namespace dash {
 
@@ -91,11 +92,15 @@ void check_options(const DashOptions& o) {
   check_beta(o.beta_graft(), "beta_graft", false);
   check_beta(std::get<0>(o.adamw_betas()), "adamw_betas[0]", false);
   check_beta(std::get<1>(o.adamw_betas()), "adamw_betas[1]", false);
-  // ε > 0: with ε = 0 a zero gradient makes 0/0 in the Adam-type directions.
-  TORCH_CHECK(o.eps_graft() > 0.0 && std::isfinite(o.eps_graft()), "dash::Dash: eps_graft must be finite and > 0, got ",
-      o.eps_graft());
-  TORCH_CHECK(o.adamw_eps() > 0.0 && std::isfinite(o.adamw_eps()), "dash::Dash: adamw_eps must be finite and > 0, got ",
-      o.adamw_eps());
+  // ε > 0 in float32, the statistics' dtype: with ε = 0 a zero gradient makes 0/0 in
+  // the Adam-type directions, and below FLT_MIN ε is 0 or subnormal (flushed to 0
+  // where the CPU flushes subnormals).
+  auto check_eps = [](double eps, const char* name) {
+    TORCH_CHECK(eps >= std::numeric_limits<float>::min() && std::isfinite(eps), "dash::Dash: ", name,
+        " must be finite and >= ", std::numeric_limits<float>::min(), " (float32's smallest normal number), got ", eps);
+  };
+  check_eps(o.eps_graft(), "eps_graft");
+  check_eps(o.adamw_eps(), "adamw_eps");
   TORCH_CHECK(o.block_size() >= 1, "dash::Dash: block_size must be >= 1, got ", o.block_size());
   TORCH_CHECK(o.root_frequency() >= 1, "dash::Dash: root_frequency must be >= 1, got ", o.root_frequency());
   TORCH_CHECK(o.start_step() >= 1, "dash::Dash: start_step must be >= 1, got ", o.start_step());

@@ -117,30 +117,41 @@ struct Engine::StepContext {
   const DashOptions& options(int64_t group) const { return options_of((*groups)[group]); }
 };
 
-Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
-    std::shared_ptr<const DistributedContext> distributed_context)
-    : distributed_(std::move(distributed_context)) {
-  std::vector<std::vector<int64_t>> shapes;
-  std::vector<int64_t> group_of;
-  std::vector<blocking::GroupBlocking> blocking;
+void check_parameters(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
   std::map<const c10::TensorImpl*, size_t> group_of_param;
+  const at::Tensor* first_param = nullptr;
   for (size_t g = 0; g < groups.size(); ++g) {
-    blocking.push_back(group_blocking(options_of(groups[g])));
-    layouts_.push_back(state_layout(options_of(groups[g])));
     for (const auto& param : groups[g].params()) {
       const auto [seen, first] = group_of_param.emplace(param.unsafeGetTensorImpl(), g);
       TORCH_CHECK(first, "dash::Dash: a parameter of shape ", param.sizes(), " appears twice (in parameter groups ",
           seen->second, " and ", g, "); each tensor may be optimised once");
       TORCH_CHECK(
           param.is_floating_point(), "dash::Dash: parameters must be floating point, got ", param.scalar_type());
-      TORCH_CHECK(params_.empty() || param.device() == params_.front().device(),
-          "dash::Dash: all parameters must be on one device, got ", params_.front().device(), " and ", param.device());
+      if (first_param == nullptr) first_param = &param;
+      TORCH_CHECK(param.device() == first_param->device(), "dash::Dash: all parameters must be on one device, got ",
+          first_param->device(), " and ", param.device());
+    }
+  }
+}
+
+Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
+    std::shared_ptr<const DistributedContext> distributed_context)
+    : distributed_(std::move(distributed_context)) {
+  std::vector<std::vector<int64_t>> shapes;
+  std::vector<int64_t> group_of;
+  std::vector<blocking::GroupBlocking> blocking;
+  check_parameters(groups);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    blocking.push_back(group_blocking(options_of(groups[g])));
+    layouts_.push_back(state_layout(options_of(groups[g])));
+    for (const auto& param : groups[g].params()) {
       params_.push_back(param);
       shapes.push_back(param.sizes().vec());
       group_of.push_back(static_cast<int64_t>(g));
     }
   }
   plan_ = blocking::plan_stacks(shapes, group_of, blocking);
+  param_shapes_ = std::move(shapes);
   overflow_limit_ = overflow_limit_for(plan_);  // from all blocks, so that every rank decides alike
   if (params_.empty()) return;
   const auto to = at::TensorOptions().dtype(at::kFloat).device(params_.front().device());
@@ -212,21 +223,27 @@ bool Engine::matches(const std::vector<torch::optim::OptimizerParamGroup>& group
 }
 
 // Which parameters have a gradient this step; rejects gradients the step cannot use.
-// Returns false when there is nothing to do (no parameter has an element).
+// Returns false when there is nothing to do: no parameter with an element has a
+// gradient (such a step is not counted, as torch.optim's optimizers create no state).
 bool Engine::collect_gradients(StepContext& context) {
   context.has_grad.assign(params_.size(), false);
-  bool any_elements = false;
+  bool any_gradient = false;
   for (size_t i = 0; i < params_.size(); ++i) {
+    TORCH_CHECK(params_[i].sizes() == at::IntArrayRef(param_shapes_[i]), "dash::Dash: parameter ", i, " has shape ",
+        params_[i].sizes(), ", but had ", at::IntArrayRef(param_shapes_[i]),
+        " when its blocks were planned; a parameter's shape cannot change (build a new optimizer)");
     const auto& grad = params_[i].grad();
-    any_elements = any_elements || plan_.parameters[i].numel > 0;
     if (!grad.defined() || plan_.parameters[i].numel == 0) continue;
     TORCH_CHECK(!grad.is_sparse(), "dash::Dash: sparse gradients are not supported (parameter ", i, " of shape ",
         params_[i].sizes(), ")");
     TORCH_CHECK(grad.sizes() == params_[i].sizes(), "dash::Dash: the gradient of parameter ", i, " has shape ",
         grad.sizes(), ", the parameter ", params_[i].sizes());
+    TORCH_CHECK(grad.scalar_type() == params_[i].scalar_type(), "dash::Dash: the gradient of parameter ", i, " is ",
+        grad.scalar_type(), ", the parameter ", params_[i].scalar_type());
     context.has_grad[i] = true;
+    any_gradient = true;
   }
-  return any_elements;
+  return any_gradient;
 }
 
 // The step's one read back to the host: the largest gradient magnitude (NaN when
@@ -274,22 +291,26 @@ bool Engine::gradients_usable(StepContext& context) {
   }
   if (largest <= overflow_limit_) return true;  // false for NaN
 
-  // The parameter to name: the first non-finite one, or (all finite) the first too large one.
-  const bool finite = std::isfinite(largest);
-  size_t culprit = 0;
-  for (size_t i = 0; i < params_.size(); ++i) {
+  // The parameter to name: the first non-finite one, or (all finite) the first too
+  // large one. Finiteness is judged in each gradient's own dtype: a float64 gradient
+  // above FLT_MAX is finite, and only its float32 copy in the stacks is infinite.
+  std::optional<size_t> non_finite;
+  std::optional<size_t> too_large;
+  for (size_t i = 0; i < params_.size() && !non_finite; ++i) {
     if (!context.has_grad[i]) continue;
-    const auto grad = params_[i].grad().to(at::kFloat);
-    const bool bad =
-        finite ? !(grad.abs() <= overflow_limit_).all().item<bool>() : !at::isfinite(grad).all().item<bool>();
-    if (bad) {
-      culprit = i;
-      break;
+    const auto& grad = params_[i].grad();
+    if (!at::isfinite(grad).all().item<bool>()) {
+      non_finite = i;
+    } else if (!too_large && !(grad.abs() <= overflow_limit_).all().item<bool>()) {
+      too_large = i;
     }
   }
+  const size_t culprit = non_finite.value_or(too_large.value_or(0));
   const auto where = "parameter " + std::to_string(culprit) + " of shape " + c10::str(params_[culprit].sizes());
-  if (finite) {
-    TORCH_WARN("dash::Dash: skipping a step: a gradient entry of magnitude ", largest, " in ", where, " is above ",
+  if (!non_finite) {
+    const double magnitude =
+        std::isfinite(largest) ? largest : params_[culprit].grad().abs().max().to(at::kDouble).item<double>();
+    TORCH_WARN("dash::Dash: skipping a step: a gradient entry of magnitude ", magnitude, " in ", where, " is above ",
         overflow_limit_,
         ", beyond which the float32 statistics of its blocks can overflow; "
         "the state is unchanged (diagnostics().overflow_skipped_steps counts such steps)");
@@ -298,7 +319,8 @@ bool Engine::gradients_usable(StepContext& context) {
   }
   const auto policy = context.options(plan_.parameters[culprit].group).non_finite_gradients();
   TORCH_CHECK(policy == NonFiniteGradients::SkipStep, "dash::Dash: non-finite gradient (NaN or Inf) in ", where,
-      "; set DashOptions::non_finite_gradients(NonFiniteGradients::SkipStep) to skip such steps");
+      "; set the option non_finite_gradients to \"skip-step\" (C++: NonFiniteGradients::SkipStep) to skip such "
+      "steps");
   TORCH_WARN("dash::Dash: skipping a step: non-finite gradient in ", where);
   ++skipped_steps_;
   return false;
@@ -496,8 +518,10 @@ void Engine::raise_bounded_failures(const StepContext& context) const {
     TORCH_CHECK(worst < limit, "dash::Dash: an inverse root in factor stack ", k, " (parameter group ", stack.group,
         ", ", stack.count, " factors of ", stack.size, "×", stack.size, ") failed ", worst,
         " root computations in a row (max_consecutive_root_failures = ", limit,
-        "); its preconditioner is stale. diagnostics() counts the failures; a larger root epsilon, float32 "
-        "precision or RootMethod::EVD usually helps");
+        "); its preconditioner is stale. diagnostics() counts the failures; a larger root epsilon",
+        context.options(stack.group).root().method() == RootMethod::EVD
+            ? " usually helps"
+            : ", float32 precision or the EVD root method usually helps");
   }
 }
 

@@ -91,6 +91,10 @@ struct AdamWSegmentState {
   Workspace work;       ///< reused by every step (ghat, graft); not state, not saved
 };
 
+/// The parameters of `groups` as the optimizer can take them: floating point, on
+/// one device, each tensor once; else a TORCH_CHECK naming the problem.
+void check_parameters(const std::vector<torch::optim::OptimizerParamGroup>& groups);
+
 class Engine {
  public:
   /// Plans stacks for the parameters of `groups` and allocates zero state. With a
@@ -169,6 +173,7 @@ class Engine {
   blocking::StackPlan plan_;  ///< this rank's blocks (all blocks in a single process)
   std::shared_ptr<const DistributedContext> distributed_;
   std::vector<at::Tensor> params_;
+  std::vector<std::vector<int64_t>> param_shapes_;  // as planned: a parameter's shape may not change
   std::vector<GradientStackState> stacks_;
   std::vector<FactorStackState> factors_;
   std::vector<AdamWSegmentState> segments_;

@@ -80,6 +80,14 @@ TEST(InputValidation, RejectsBadOptions) {
   EXPECT_THAT(with(InverseRootOptions().chebyshev(ChebyshevOptions().degree(0))), HasSubstr("chebyshev_degree"));
   EXPECT_THAT(
       with(InverseRootOptions().chebyshev(ChebyshevOptions().interval_min(1.0))), HasSubstr("chebyshev_interval_min"));
+  // Above FLT_MAX, ε is no float32 number ("value cannot be converted", naming nothing).
+  EXPECT_THAT(with(InverseRootOptions().epsilon(1e39)), HasSubstr("epsilon"));
+  EXPECT_NO_THROW(inverse_root(kGood, 4, InverseRootOptions().epsilon(1e38)));
+  // Iteration counts are capped: a mistyped 10⁷ would run for hours, not fail.
+  EXPECT_THAT(with(InverseRootOptions().newton(NewtonOptions().steps(1001))), HasSubstr("newton_steps"));
+  EXPECT_THAT(with(InverseRootOptions().chebyshev(ChebyshevOptions().degree(1001))), HasSubstr("chebyshev_degree"));
+  EXPECT_THAT(
+      with(InverseRootOptions().scaling(SpectralScaleOptions().iterations(1001))), HasSubstr("power_iterations"));
 }
 
 // Each solver's struct is checked on its own, and its message names the option both

@@ -247,6 +247,101 @@ TEST(DashSafety, NonFiniteGradientRaisesByDefaultAndCanSkip) {
   EXPECT_EQ(skipping.diagnostics().skipped_steps, 1);
 }
 
+// A float64 gradient above FLT_MAX is finite: it is skipped as too large for the
+// float32 statistics (not reported as NaN/Inf, which would end training by default).
+TEST(DashSafety, FiniteFloat64GradientAboveFloat32RangeSkipsTheStep) {
+  auto param = at::ones({4, 4}, at::kDouble).set_requires_grad(true);
+  Dash optimizer({param}, DashOptions(0.1));
+  param.mutable_grad() = at::full({4, 4}, 1e40, at::kDouble);
+  EXPECT_NO_THROW(optimizer.step());
+  EXPECT_TRUE(at::equal(param.detach(), at::ones({4, 4}, at::kDouble)));
+  EXPECT_EQ(optimizer.diagnostics().overflow_skipped_steps, 1);
+  EXPECT_EQ(optimizer.diagnostics().skipped_steps, 0);
+  param.mutable_grad() = at::ones({4, 4}, at::kDouble);
+  optimizer.step();
+  EXPECT_TRUE(at::isfinite(param).all().item<bool>());
+  EXPECT_LT(param.max().item<double>(), 1.0);
+}
+
+// β within 2⁻²⁵ of 1 passes the [0, 1) check but is 1 in float32, where a bias
+// correction 1 − β^t computed there was 0: Inf/NaN parameters, or none that moved.
+// At step 1 the bias-corrected Adam direction is g/(|g| + ε), so the 1-D parameter
+// moves by lr per entry and the matrix's grafted update has the norm lr·√numel.
+TEST(DashSafety, BetasWithinFloat32RoundingOfOneGiveTheFirstAdamStep) {
+  const double beta = 1.0 - 1e-8;
+  ASSERT_EQ(static_cast<float>(beta), 1.0f);
+  auto matrix = at::zeros({4, 5}).set_requires_grad(true);
+  auto vector = at::zeros({3}).set_requires_grad(true);
+  Dash optimizer({matrix, vector}, DashOptions(1e-3).beta_grad(beta).beta_graft(beta).adamw_betas({beta, beta}));
+  matrix.mutable_grad() = at::linspace(-2.0, 2.0, 20).view({4, 5}) + 0.05;
+  vector.mutable_grad() = at::tensor({1.0f, -3.0f, 0.5f});
+  optimizer.step();
+  EXPECT_TRUE(at::allclose(vector.detach(), at::tensor({-1e-3f, 1e-3f, -1e-3f}), 1e-4, 1e-9)) << vector;
+  EXPECT_TRUE(at::isfinite(matrix).all().item<bool>());
+  EXPECT_NEAR(matrix.detach().norm().item<double>(), 1e-3 * std::sqrt(20.0), 1e-6);
+}
+
+// A parameter's shape is part of its blocks' plan: a new one (p.data = ... in
+// Python) is an error naming it, also with the same element count.
+TEST(DashSafety, AParameterWhoseShapeChangedIsRejected) {
+  auto param = at::ones({4, 5}).set_requires_grad(true);
+  Dash optimizer({param});
+  param.mutable_grad() = at::ones({4, 5});
+  optimizer.step();
+  param.set_data(at::ones({5, 4}));
+  param.mutable_grad() = at::ones({5, 4});
+  EXPECT_THAT(
+      error_of([&] { optimizer.step(); }), AllOf(HasSubstr("parameter 0 has shape [5, 4]"), HasSubstr("[4, 5]")));
+}
+
+// A step with no gradient anywhere changes nothing and is not the first step:
+// parameter groups may still be added after it.
+TEST(DashSafety, AStepWithoutGradientsIsNotCounted) {
+  auto param = at::ones({4, 4}).set_requires_grad(true);
+  Dash optimizer({param});
+  optimizer.step();
+  EXPECT_EQ(optimizer.diagnostics().steps_taken, 0);
+  auto other = at::ones({3, 3}).set_requires_grad(true);
+  EXPECT_NO_THROW(optimizer.add_param_group(torch::optim::OptimizerParamGroup({other})));
+  param.mutable_grad() = at::ones({4, 4});
+  optimizer.step();
+  EXPECT_EQ(optimizer.diagnostics().steps_taken, 1);
+  EXPECT_THAT(error_of([&] {
+    optimizer.add_param_group(torch::optim::OptimizerParamGroup({at::ones({2, 2})}));
+  }),
+      HasSubstr("after the first step"));
+  EXPECT_EQ(optimizer.param_groups().size(), 2u);
+}
+
+// add_param_group checks the group as the constructor does, and a refused group
+// is not kept (it would make every later step fail).
+TEST(DashSafety, AddParamGroupRefusesWhatTheConstructorRefuses) {
+  auto param = at::ones({4, 4}).set_requires_grad(true);
+  Dash optimizer({param});
+  auto add = [&](torch::optim::OptimizerParamGroup group) {
+    return error_of([&] { optimizer.add_param_group(group); });
+  };
+  EXPECT_THAT(add(torch::optim::OptimizerParamGroup({at::ones({3, 3}, at::kLong)})), HasSubstr("floating point"));
+  EXPECT_THAT(
+      add(torch::optim::OptimizerParamGroup({at::ones({3, 3}, at::kFloat).to(at::kMeta)})), HasSubstr("one device"));
+  EXPECT_THAT(add(torch::optim::OptimizerParamGroup(
+                  {at::ones({3, 3})}, std::make_unique<DashOptions>(DashOptions().block_size(0)))),
+      HasSubstr("block_size"));
+  EXPECT_EQ(optimizer.param_groups().size(), 1u);
+  param.mutable_grad() = at::ones({4, 4});
+  EXPECT_NO_THROW(optimizer.step());
+}
+
+// A gradient of another dtype (set through .data in Python, past torch's own
+// check) is not silently cast: a complex one would lose its imaginary part.
+TEST(DashSafety, AGradientOfAnotherDtypeIsRejected) {
+  auto param = at::ones({4, 4}).set_requires_grad(true);
+  Dash optimizer({param});
+  param.mutable_grad() = at::ones({4, 4}, at::kDouble);
+  EXPECT_THAT(error_of([&] { optimizer.step(); }), AllOf(HasSubstr("gradient of parameter 0"), HasSubstr("Double")));
+  EXPECT_TRUE(at::equal(param.detach(), at::ones({4, 4})));
+}
+
 TEST(DashSafety, SparseGradientIsRejected) {
   auto param = at::ones({4, 4}).set_requires_grad(true);
   Dash optimizer({param}, DashOptions(0.1));
@@ -300,6 +395,10 @@ TEST(DashSafety, BadOptionsAreRejectedAtConstruction) {
   // ε = 0 would turn a zero gradient into 0/0 = NaN parameters.
   EXPECT_THAT(with(DashOptions().eps_graft(0.0)), HasSubstr("eps_graft"));
   EXPECT_THAT(with(DashOptions().adamw_eps(0.0)), HasSubstr("adamw_eps"));
+  // Below FLT_MIN, ε is 0 (or subnormal) in the float32 statistics: 0/0 again.
+  EXPECT_THAT(with(DashOptions().eps_graft(1e-50)), HasSubstr("eps_graft"));
+  EXPECT_THAT(with(DashOptions().adamw_eps(1e-39)), HasSubstr("adamw_eps"));
+  EXPECT_NO_THROW(Dash({param}, DashOptions().eps_graft(1e-37).adamw_eps(1e-37)));
   EXPECT_THAT(with(DashOptions().weight_decay(std::nan(""))), HasSubstr("weight_decay"));
   EXPECT_THAT(with(DashOptions().momentum(1.0)), HasSubstr("momentum"));
   EXPECT_THAT(with(DashOptions().weight_decay(-1.0)), HasSubstr("weight_decay"));

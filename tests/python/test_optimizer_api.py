@@ -172,6 +172,34 @@ def test_add_param_group_after_the_first_step_is_refused_and_changes_nothing():
     apply_step(optimizer, params[:2], gradients[1])  # still usable
 
 
+def test_add_param_group_refuses_what_the_constructor_refuses_and_stays_usable():
+    params = make_params()
+    optimizer = dash.Dash(params[:2], lr=0.05, **OPTIONS)
+    with pytest.raises(RuntimeError, match="floating point"):
+        optimizer.add_param_group({"params": [torch.ones(3, 3, dtype=torch.long)]})
+    with pytest.raises(RuntimeError, match="one device"):
+        optimizer.add_param_group({"params": [torch.ones(3, 3, device="meta")]})
+    assert len(optimizer.param_groups) == 1
+    for gradients in fixed_gradients(params[:2], 2):
+        apply_step(optimizer, params[:2], gradients)  # still usable
+
+
+@pytest.mark.skipif(not torch.distributed.is_available(), reason="torch.distributed is not available")
+def test_a_process_group_that_is_not_one_is_a_type_error_naming_it():
+    with pytest.raises(TypeError, match="process_group must be a torch.distributed ProcessGroup, got object"):
+        dash.Dash(make_params(), lr=0.01, process_group=object())
+
+
+def test_an_optimizer_built_under_inference_mode_steps_outside_it():
+    params = make_params()
+    with torch.inference_mode():
+        optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
+    before = [param.detach().clone() for param in params]
+    for gradients in fixed_gradients(params, 2):
+        apply_step(optimizer, params, gradients)
+    assert all(not torch.equal(old, new) for old, new in zip(before, params))
+
+
 def test_state_shaping_options_may_change_before_the_first_step():
     # As torch 1.13's CyclicLR (cycle_momentum=True) does to group["momentum"].
     params = make_params()
