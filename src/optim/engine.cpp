@@ -308,8 +308,9 @@ bool Engine::gradients_usable(StepContext& context) {
   const size_t culprit = non_finite.value_or(too_large.value_or(0));
   const auto where = "parameter " + std::to_string(culprit) + " of shape " + c10::str(params_[culprit].sizes());
   if (!non_finite) {
-    const double magnitude =
-        std::isfinite(largest) ? largest : params_[culprit].grad().abs().max().to(at::kDouble).item<double>();
+    const double magnitude = std::isfinite(largest) || !too_large
+                                 ? largest
+                                 : params_[*too_large].grad().abs().max().to(at::kDouble).item<double>();
     TORCH_WARN("dash::Dash: skipping a step: a gradient entry of magnitude ", magnitude, " in ", where, " is above ",
         overflow_limit_,
         ", beyond which the float32 statistics of its blocks can overflow; "
