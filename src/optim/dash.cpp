@@ -54,9 +54,6 @@ Dash::Dash(std::vector<torch::optim::OptimizerParamGroup> param_groups, DashOpti
     optim::check_options(optim::options_of(group));
   }
   check_ranks_agree(distributed_.get(), param_groups_);
-  // The state outlives the construction: built under torch.inference_mode(), it
-  // would be inference tensors that no later step may update.
-  const c10::InferenceMode state_is_not_inference(false);
   impl_ = std::make_unique<Dash::Impl>(param_groups_, distributed_);
 }
 
@@ -86,6 +83,10 @@ void Dash::rebuild_engine() {
 }
 
 at::Tensor Dash::step(LossClosure closure) {
+  // Buffers made in a step are kept for the next ones: not as inference tensors,
+  // which a step outside torch.inference_mode() could not update. (The guard
+  // turns grad mode on: the NoGradGuard must come after it.)
+  const c10::InferenceMode buffers_are_not_inference(false);
   at::NoGradGuard no_grad;
   at::Tensor loss;
   if (closure) {

@@ -2,6 +2,8 @@
 
 #include <dash/optimizer_options.h>
 
+#include <c10/util/Exception.h>
+
 #include "blocking/stack_plan.h"
 #include "optim/block_update.h"
 
@@ -10,9 +12,12 @@
 
 namespace dash::optim {
 
-/// A parameter group's options (every group of a dash::Dash holds DashOptions).
+/// A parameter group's options (every group of a dash::Dash holds DashOptions; a
+/// group given another optimizer's options is an error naming it).
 inline const DashOptions& options_of(const torch::optim::OptimizerParamGroup& group) {
-  return static_cast<const DashOptions&>(group.options());
+  const auto* options = dynamic_cast<const DashOptions*>(&group.options());
+  TORCH_CHECK(options != nullptr, "dash::Dash: a parameter group holds another optimizer's options (not DashOptions)");
+  return *options;
 }
 
 /// Rejects out-of-range options with an error naming the option (at construction

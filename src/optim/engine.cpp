@@ -7,6 +7,7 @@
 #include "optim/grafting.h"
 
 #include <ATen/ATen.h>
+#include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -137,6 +138,10 @@ void check_parameters(const std::vector<torch::optim::OptimizerParamGroup>& grou
 Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
     std::shared_ptr<const DistributedContext> distributed_context)
     : distributed_(std::move(distributed_context)) {
+  // The state outlives this call: built under torch.inference_mode(), it would be
+  // inference tensors that no later step may update. (The guard turns grad mode on.)
+  const c10::InferenceMode state_is_not_inference(false);
+  const at::NoGradGuard no_grad;
   std::vector<std::vector<int64_t>> shapes;
   std::vector<int64_t> group_of;
   std::vector<blocking::GroupBlocking> blocking;
@@ -225,13 +230,18 @@ bool Engine::matches(const std::vector<torch::optim::OptimizerParamGroup>& group
 // Which parameters have a gradient this step; rejects gradients the step cannot use.
 // Returns false when there is nothing to do: no parameter with an element has a
 // gradient (such a step is not counted, as torch.optim's optimizers create no state).
+// A rank of a distributed optimizer decides from the plan alone, as every rank
+// does: a rank that returned on its own would leave the others waiting in the
+// all-gather.
 bool Engine::collect_gradients(StepContext& context) {
   context.has_grad.assign(params_.size(), false);
   bool any_gradient = false;
+  bool any_elements = false;
   for (size_t i = 0; i < params_.size(); ++i) {
     TORCH_CHECK(params_[i].sizes() == at::IntArrayRef(param_shapes_[i]), "dash::Dash: parameter ", i, " has shape ",
         params_[i].sizes(), ", but had ", at::IntArrayRef(param_shapes_[i]),
         " when its blocks were planned; a parameter's shape cannot change (build a new optimizer)");
+    any_elements = any_elements || plan_.parameters[i].numel > 0;
     const auto& grad = params_[i].grad();
     if (!grad.defined() || plan_.parameters[i].numel == 0) continue;
     TORCH_CHECK(!grad.is_sparse(), "dash::Dash: sparse gradients are not supported (parameter ", i, " of shape ",
@@ -243,7 +253,7 @@ bool Engine::collect_gradients(StepContext& context) {
     context.has_grad[i] = true;
     any_gradient = true;
   }
-  return any_gradient;
+  return distributor_->computes_every_block() ? any_gradient : any_elements;
 }
 
 // The step's one read back to the host: the largest gradient magnitude (NaN when
@@ -292,8 +302,9 @@ bool Engine::gradients_usable(StepContext& context) {
   if (largest <= overflow_limit_) return true;  // false for NaN
 
   // The parameter to name: the first non-finite one, or (all finite) the first too
-  // large one. Finiteness is judged in each gradient's own dtype: a float64 gradient
-  // above FLT_MAX is finite, and only its float32 copy in the stacks is infinite.
+  // large one. Finiteness is judged in each gradient's own dtype (a float64 gradient
+  // above FLT_MAX is finite; only its float32 copy in the stacks is infinite), size
+  // in float32, as `largest` was.
   std::optional<size_t> non_finite;
   std::optional<size_t> too_large;
   for (size_t i = 0; i < params_.size() && !non_finite; ++i) {
@@ -301,7 +312,7 @@ bool Engine::gradients_usable(StepContext& context) {
     const auto& grad = params_[i].grad();
     if (!at::isfinite(grad).all().item<bool>()) {
       non_finite = i;
-    } else if (!too_large && !(grad.abs() <= overflow_limit_).all().item<bool>()) {
+    } else if (!too_large && !(grad.to(at::kFloat).abs() <= overflow_limit_).all().item<bool>()) {
       too_large = i;
     }
   }

@@ -4,6 +4,7 @@
 #include <dash/optimizer.h>
 
 #include <ATen/ATen.h>
+#include <torch/optim/adam.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include "support/error_message.h"
 #include "support/twin_steps.h"
@@ -327,6 +328,9 @@ TEST(DashSafety, AddParamGroupRefusesWhatTheConstructorRefuses) {
   EXPECT_THAT(add(torch::optim::OptimizerParamGroup(
                   {at::ones({3, 3})}, std::make_unique<DashOptions>(DashOptions().block_size(0)))),
       HasSubstr("block_size"));
+  EXPECT_THAT(add(torch::optim::OptimizerParamGroup(
+                  {at::ones({3, 3})}, std::make_unique<torch::optim::AdamOptions>(torch::optim::AdamOptions()))),
+      HasSubstr("another optimizer's options"));
   EXPECT_EQ(optimizer.param_groups().size(), 1u);
   param.mutable_grad() = at::ones({4, 4});
   EXPECT_NO_THROW(optimizer.step());

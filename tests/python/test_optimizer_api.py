@@ -190,13 +190,15 @@ def test_a_process_group_that_is_not_one_is_a_type_error_naming_it():
         dash.Dash(make_params(), lr=0.01, process_group=object())
 
 
-def test_an_optimizer_built_under_inference_mode_steps_outside_it():
+def test_an_optimizer_built_and_first_stepped_under_inference_mode_steps_outside_it():
     params = make_params()
+    gradients = fixed_gradients(params, 3)
     with torch.inference_mode():
         optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
+        apply_step(optimizer, params, gradients[0])  # the state and the step's buffers are made here
     before = [param.detach().clone() for param in params]
-    for gradients in fixed_gradients(params, 2):
-        apply_step(optimizer, params, gradients)
+    for step_gradients in gradients[1:]:
+        apply_step(optimizer, params, step_gradients)
     assert all(not torch.equal(old, new) for old, new in zip(before, params))
 
 
