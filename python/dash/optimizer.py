@@ -15,6 +15,10 @@ from . import _C
 _BETA_KEYS = ("beta_grad", "beta_factor")
 _CPP_KEYS = tuple(_C.default_options().keys())
 _GROUP_KEYS = tuple(key for key in _CPP_KEYS if key not in _BETA_KEYS) + ("betas",)
+# Keys torch's lr schedulers add to param groups; not misspelt options.
+_SCHEDULER_KEYS = ("initial_lr", "max_lr", "min_lr", "base_lr", "max_momentum", "base_momentum", "swa_lr")
+_OPTION_KEYS = frozenset(_GROUP_KEYS + ("params",))
+_KNOWN_KEYS = _OPTION_KEYS | frozenset(_SCHEDULER_KEYS)
 _CHECKPOINT_FORMAT = 1
 
 
@@ -51,15 +55,19 @@ def _normalise_keywords(options: Dict[str, Any], where: str, default_betas, stri
             if key in options:
                 betas[index] = options.pop(key)
         options["betas"] = tuple(betas)
-    for key in options:
-        if key in _GROUP_KEYS or key == "params":
-            continue
+    known = _OPTION_KEYS if strict else _KNOWN_KEYS
+    _check_unknown_keys([key for key in options if key not in known], where, strict, stacklevel=4)
+
+
+def _check_unknown_keys(keys, where: str, strict: bool, stacklevel: int) -> None:
+    for key in keys:
         close = difflib.get_close_matches(str(key), _GROUP_KEYS, n=1, cutoff=0.8 if not strict else 0.6)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         if strict:
             raise ValueError(f"{where}: unknown option '{key}'{hint}")
         if close:
-            warnings.warn(f"{where}: param group key '{key}' is not a dash option (ignored){hint}", stacklevel=3)
+            warnings.warn(f"{where}: param group key '{key}' is not a dash option (ignored){hint}",
+                          stacklevel=stacklevel)
 
 
 class Dash(torch.optim.Optimizer):
@@ -110,6 +118,10 @@ class Dash(torch.optim.Optimizer):
             communication_dtype=communication_dtype,
         )
         self._params = self._param_identities()
+        self._unknown_keys_seen = self._unknown_keys()
+
+    def _unknown_keys(self) -> frozenset:
+        return frozenset(key for group in self.param_groups for key in group if key not in _KNOWN_KEYS)
 
     def add_param_group(self, param_group: Dict[str, Any]) -> None:
         _normalise_keywords(param_group, "dash.Dash.add_param_group", self.defaults["betas"], strict=False)
@@ -135,6 +147,11 @@ class Dash(torch.optim.Optimizer):
         if self._param_identities() != self._params:
             raise RuntimeError("dash.Dash: the parameters in param_groups changed after construction; "
                                "use add_param_group (before the first step)")
+        unknown = self._unknown_keys()
+        if unknown != self._unknown_keys_seen:  # a key added to a group since: misspelt?
+            added = sorted((key for key in unknown - self._unknown_keys_seen if key not in _BETA_KEYS), key=str)
+            _check_unknown_keys(added, "dash.Dash.step", strict=False, stacklevel=4)
+            self._unknown_keys_seen = unknown
         self._cpp.step([_cpp_from_group(group) for group in self.param_groups])
         return loss
 

@@ -353,6 +353,11 @@ def test_copying_or_pickling_is_refused_with_a_pointer_to_state_dict():
 def test_group_keys_that_look_like_misspelt_options_warn():
     with pytest.warns(UserWarning, match="did you mean 'weight_decay'"):
         dash.Dash([{"params": make_params(), "weight_decya": 0.1}])
+    params = make_params()
+    optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
+    optimizer.param_groups[0]["weight_decy"] = 0.5  # after construction: found at the next step
+    with pytest.warns(UserWarning, match="did you mean 'weight_decay'"):
+        apply_step(optimizer, params, fixed_gradients(params, 1)[0])
     with pytest.raises(ValueError, match="group\\['betas'\\]"):
         optimizer = dash.Dash(make_params(), **OPTIONS)
         optimizer.param_groups[0]["beta_grad"] = 0.5
