@@ -28,20 +28,27 @@ std::vector<int64_t> product_sizes(const at::Tensor& a, const at::Tensor& b) {
 // that size the zeroing costs nothing.
 constexpr int64_t kSmallProduct = 32 * 32 * 32;
 
-// c = alpha · a @ b: what c held is never read (an uninitialised Scratch buffer,
-// or NaN, does not propagate). On a CPU whose OpenBLAS the stack split controls,
-// every product is one single-threaded GEMM per piece of the stack (stack_blas.h):
-// one bmm on OpenBLAS's own threads would leave a worker spinning that slows the
-// split products after it.
-void product_into(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, Product product) {
+// c ← beta · c + alpha · a @ b by the split GEMMs of stack_blas.h, one triangle of
+// a symmetric product, where they take the stacks (a CPU whose OpenBLAS the stack
+// split controls: one bmm on OpenBLAS's own threads would leave a worker spinning
+// that slows the split products after it). False where they do not.
+bool split_blas_product(
+    at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta, Product product) {
   if (product == Product::Symmetric && stack_symmetric_product_supported(c, a, b)) {
-    stack_symmetric_product(c, a, b, alpha, /*beta=*/0.0);
-    return;
+    stack_symmetric_product(c, a, b, alpha, beta);
+    return true;
   }
   if (stack_gemm_supported(c, a, b)) {
-    stack_gemm(c, a, b, alpha, /*beta=*/0.0);
-    return;
+    stack_gemm(c, a, b, alpha, beta);
+    return true;
   }
+  return false;
+}
+
+// c = alpha · a @ b: what c held is never read (an uninitialised Scratch buffer,
+// or NaN, does not propagate).
+void product_into(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, Product product) {
+  if (split_blas_product(c, a, b, alpha, /*beta=*/0.0, product)) return;
   if (alpha == 1.0) {
     at::bmm_out(c, a, b);
     return;
@@ -105,14 +112,7 @@ at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b,
       product_into(c, a, b, alpha, product);
       return c;
     }
-    if (product == Product::Symmetric && stack_symmetric_product_supported(c, a, b)) {
-      stack_symmetric_product(c, a, b, alpha, beta);
-      return c;
-    }
-    if (stack_gemm_supported(c, a, b)) {
-      stack_gemm(c, a, b, alpha, beta);
-      return c;
-    }
+    if (split_blas_product(c, a, b, alpha, beta, product)) return c;
     return c.baddbmm_(a, b, beta, alpha);
   }
   const auto sum = widened(operand_matmul(a, b, precision, scratch), c.scalar_type(), scratch);

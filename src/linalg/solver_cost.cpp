@@ -68,12 +68,18 @@ double scaling_flops(int64_t b, const InverseRootOptions& options) {
   return 0.0;
 }
 
+// One b × b GEMM, 2b³.
+double gemm_flops(int64_t b) {
+  const double bd = static_cast<double>(b);
+  return 2.0 * bd * bd * bd;
+}
+
 // FLOPs of one b × b inverse root whose symmetric solver products cost `product`
 // each (a GEMM, 2b³, where they are not computed one triangle at a time) and whose
 // eigen-reconstruction Q diag Qᵀ costs `reconstruction`.
 double per_matrix_flops(
     int64_t b, int64_t p, const InverseRootOptions& options, double product, double reconstruction) {
-  const double matmul = 2.0 * static_cast<double>(b) * static_cast<double>(b) * static_cast<double>(b);
+  const double matmul = gemm_flops(b);
   switch (options.method()) {
     case RootMethod::EVD:
       return 9.0 / 2.0 * matmul + reconstruction;  // 9 b³ eigh + Q diag Qᵀ
@@ -104,8 +110,7 @@ void check_counts(int64_t count, int64_t b, int64_t p) {
 
 double inverse_root_flops(int64_t count, int64_t b, int64_t p, const InverseRootOptions& options) {
   check_counts(count, b, p);
-  const double matmul = 2.0 * static_cast<double>(b) * static_cast<double>(b) * static_cast<double>(b);
-  return static_cast<double>(count) * per_matrix_flops(b, p, options, matmul, matmul);
+  return static_cast<double>(count) * per_matrix_flops(b, p, options, gemm_flops(b), gemm_flops(b));
 }
 
 double inverse_root_flops(
@@ -115,9 +120,9 @@ double inverse_root_flops(
   const bool full_precision = options.precision() == MatmulPrecision::FP32;
   const double product = full_precision && linalg::stack_symmetric_product_plan(device).one_triangle
                              ? linalg::symmetric_product_flops(b)
-                             : 2.0 * bd * bd * bd;
+                             : gemm_flops(b);
   const double reconstruction =
-      full_precision && linalg::stack_syrk_plan(device).one_triangle ? bd * bd * (bd + 1.0) : 2.0 * bd * bd * bd;
+      full_precision && linalg::stack_syrk_plan(device).one_triangle ? bd * bd * (bd + 1.0) : gemm_flops(b);
   return static_cast<double>(count) * per_matrix_flops(b, p, options, product, reconstruction);
 }
 
