@@ -127,9 +127,11 @@ show step_f1_matmul
 stage step_f10_matmul 120 "${bench[@]}" --baseline 1 --frequencies 10 --methods ndb,cn --scalings multi-pi \
   --precisions fp32,bf16 --executions batched,sequential --warmup 11 --steps 10 --json "$logs/step_f10_matmul.json"
 show step_f10_matmul
-# EVD batched against per-block, and the warm-started eigenbases (issue 13), f = 10.
-stage step_f10_evd 120 "${bench[@]}" --baseline 1 --frequencies 10 --methods evd --precisions fp32 \
-  --executions batched --eigen-tolerances 0,0.05 --warmup 11 --steps 10 --json "$logs/step_f10_evd.json"
+# EVD batched against per-block, the warm-started eigenbases and NDB evaluated by eigh
+# (issue 13), f = 10.
+stage step_f10_evd 120 "${bench[@]}" --baseline 1 --frequencies 10 --methods evd,ndb --ndb-evaluations eigh \
+  --scalings multi-pi --precisions fp32 --executions batched --eigen-tolerances 0,0.05 --warmup 11 --steps 10 \
+  --json "$logs/step_f10_evd.json"
 show step_f10_evd
 stage step_profile 90 "${bench[@]}" --frequencies 10 --methods ndb,cn --scalings multi-pi --precisions fp32,bf16 \
   --executions batched --profile 1 --warmup 11 --steps 10 --json "$logs/step_profile.json"

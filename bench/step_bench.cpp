@@ -268,7 +268,7 @@ std::vector<Measurement> measure_all(const std::vector<Configuration>& configs, 
 }
 
 // The root options a method is measured with, each with its label: EVD once per
-// eigen_refresh_tolerance (warm-started eigenbases), NDB once per step polynomial,
+// eigen_refresh_tolerance (warm-started eigenbases), NDB once per evaluation and step polynomial,
 // CN and NDB once per Newton step count.
 std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Arguments& arguments, RootMethod method) {
   const auto root = InverseRootOptions().method(method);
@@ -280,13 +280,20 @@ std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Ar
           InverseRootOptions(root).eigen(EigenOptions().refresh_tolerance(tolerance)));
     }
   } else if (method == RootMethod::NewtonDB) {
-    for (const auto& polynomial_name : arguments.list("ndb-polynomials")) {
-      const auto polynomial = parse_newton_db_polynomial(polynomial_name);
-      variants.emplace_back(polynomial == NewtonDBPolynomial::NewtonSchulz
-                                ? std::string()
-                                : " " + to_string(polynomial) + " ℓ=" + arguments.text("minimax-interval-min"),
-          InverseRootOptions(root).newton_db(
-              NewtonDBOptions().polynomial(polynomial).interval_min(arguments.real("minimax-interval-min"))));
+    for (const auto& evaluation_name : arguments.list("ndb-evaluations")) {
+      const auto evaluation = parse_newton_db_evaluation(evaluation_name);
+      for (const auto& polynomial_name : arguments.list("ndb-polynomials")) {
+        const auto polynomial = parse_newton_db_polynomial(polynomial_name);
+        variants.emplace_back(
+            (evaluation == NewtonDBEvaluation::Matmuls ? std::string() : " by " + to_string(evaluation)) +
+                (polynomial == NewtonDBPolynomial::NewtonSchulz
+                        ? std::string()
+                        : " " + to_string(polynomial) + " ℓ=" + arguments.text("minimax-interval-min")),
+            InverseRootOptions(root).newton_db(NewtonDBOptions()
+                                                   .polynomial(polynomial)
+                                                   .interval_min(arguments.real("minimax-interval-min"))
+                                                   .evaluation(evaluation)));
+      }
     }
   } else {
     variants.emplace_back(std::string(), root);
@@ -378,8 +385,8 @@ int run_step_bench(const std::vector<std::string>& args) {
                 {"profile", integer_option("0", 0, 1)}, {"seed", integer_option("0", 0)},
                 {"interleave", integer_option("0", 0, 1)}, {"executions", "batched,auto"},
                 {"eigen-tolerances", real_list_option("0", 0, 1)}, {"ndb-polynomials", "newton-schulz"},
-                {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)}, {"tf32", integer_option("0", 0, 1)},
-                {"newton-steps", integer_list_option("10", 1)}});
+                {"ndb-evaluations", "matmuls"}, {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)},
+                {"tf32", integer_option("0", 0, 1)}, {"newton-steps", integer_list_option("10", 1)}});
   const auto float32_matmuls = set_float32_matmul_mode(arguments.text("tf32") == "1");
   // Every configuration's names and options, before anything is measured.
   check_configurations(configurations(arguments, 1));

@@ -47,7 +47,8 @@ std::unique_ptr<torch::optim::Optimizer> make_dash(const TrainConfig& config, co
                                    .warm_iterations(config.eigen_warm_iterations))
                         .newton_db(dash::NewtonDBOptions()
                                        .polynomial(dash::parse_newton_db_polynomial(config.ndb_polynomial))
-                                       .interval_min(config.minimax_interval_min));
+                                       .interval_min(config.minimax_interval_min)
+                                       .evaluation(dash::parse_newton_db_evaluation(config.ndb_evaluation)));
   const auto options = dash::DashOptions(config.lr)
                            .beta_grad(config.beta1)
                            .beta_graft(config.beta2)

@@ -57,6 +57,20 @@ enum class NewtonDBPolynomial {
   Minimax5,      ///< the same with quintics (4 matmuls a step, fewer steps)
 };
 
+/// How NewtonDB's root is evaluated. Every iterate of NewtonDB is a polynomial in the
+/// normalised stack, so its result is a function φ of the eigenvalues: the root
+/// Q·diag(φ(λ))·Qᵀ. Eigh evaluates φ exactly (float64 scalar recurrences, the same
+/// steps, regularisation floors and tolerance checks), so it differs from the matrix
+/// iteration by that iteration's rounding (in 16-bit modes, its 16-bit products) and by
+/// the spectral scale: margin·λ_max from the eigenvalues instead of power iteration's
+/// estimate. φ is not λ^{-1/p}: a fixed number of steps leaves the small eigenvalues
+/// under-resolved ("NewtonDB's root as a function of the eigenvalues", docs/benchmarks.md).
+enum class NewtonDBEvaluation {
+  Matmuls,  ///< the coupled iteration on the matrices (the paper's; matmuls only)
+  Eigh,     ///< one eigh, then the scalar iteration on the eigenvalues: NewtonDB's
+            ///< root at EVD's cost, for devices where eigh is cheaper than the matmuls
+};
+
 /// Precision of the matmul inputs. In 16-bit modes the operands (and, as on a GPU,
 /// the product) are rounded to 16 bits; the iterates themselves stay in float32.
 /// NewtonDB in a 16-bit mode regularises the normalised spectrum (A + εI)/s at no
@@ -99,6 +113,8 @@ struct NewtonDBOptions {
   /// Eigenvalues below ℓ·s converge more slowly, and come out regularised (less
   /// than their true inverse root) when the steps run out; a larger ℓ needs fewer steps.
   TORCH_ARG(double, interval_min) = 1e-6;
+  /// Matmuls (the iteration itself), or Eigh (its function of the eigenvalues).
+  TORCH_ARG(NewtonDBEvaluation, evaluation) = NewtonDBEvaluation::Matmuls;
 };
 
 /// RootMethod::Chebyshev.
@@ -168,6 +184,7 @@ std::string to_string(RootMethod method);
 std::string to_string(EigenHeuristic heuristic);
 std::string to_string(Scaling scaling);
 std::string to_string(NewtonDBPolynomial polynomial);
+std::string to_string(NewtonDBEvaluation evaluation);
 std::string to_string(MatmulPrecision precision);
 /// "evd", "cn" | "coupled-newton", "ndb" | "newton-db", "chebyshev", "auto".
 RootMethod parse_root_method(const std::string& name);
@@ -177,6 +194,8 @@ EigenHeuristic parse_eigen_heuristic(const std::string& name);
 Scaling parse_scaling(const std::string& name);
 /// "newton-schulz", "minimax3", "minimax5".
 NewtonDBPolynomial parse_newton_db_polynomial(const std::string& name);
+/// "matmuls", "eigh".
+NewtonDBEvaluation parse_newton_db_evaluation(const std::string& name);
 /// "fp32", "fp16", "bf16".
 MatmulPrecision parse_matmul_precision(const std::string& name);
 

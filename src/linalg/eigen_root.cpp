@@ -11,6 +11,7 @@
 #include <c10/util/Exception.h>
 
 #include <tuple>
+#include <utility>
 
 namespace dash::linalg {
 
@@ -65,12 +66,17 @@ at::Tensor repaired_inverse_power(
 
 at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vectors, const at::Tensor& epsilon,
     int64_t p, EigenHeuristic heuristic, MatmulPrecision precision, at::Tensor scaled, Scratch& scratch) {
-  // f^{1/2} = λ^{-1/(2p)} after the repair: the repaired f is ≥ 0 (a power of a
-  // positive number, or 0 for PseudoInverse's dropped eigenvalues).
-  auto half_weights = repaired_inverse_power(values, epsilon.squeeze(-1), p, heuristic).sqrt_();
-  // S Sᵀ = Q diag(f) Qᵀ: one batched matmul, and S overwrites Q where the caller
-  // no longer needs Q (no third stack-sized buffer).
-  at::mul_out(scaled, vectors, half_weights.unsqueeze(1));
+  return root_from_eigenvalue_function(repaired_inverse_power(values, epsilon.squeeze(-1), p, heuristic), vectors,
+      precision, std::move(scaled), scratch);
+}
+
+at::Tensor root_from_eigenvalue_function(at::Tensor function_values, const at::Tensor& vectors,
+    MatmulPrecision precision, at::Tensor scaled, Scratch& scratch) {
+  // S Sᵀ = Q diag(f) Qᵀ with S = Q diag(√f): one batched matmul, and S overwrites Q
+  // where the caller no longer needs Q (no third stack-sized buffer). An infinite
+  // or NaN f (a diverged NewtonDB iteration) gives a non-finite root, which
+  // dash::Dash rejects as a failed root computation.
+  at::mul_out(scaled, vectors, function_values.sqrt_().unsqueeze(1));
   if (operand_dtype(precision, scaled.scalar_type()) == scaled.scalar_type() &&
       stack_syrk_plan(scaled.device()).one_triangle) {
     // On a CPU, syrk forms S Sᵀ at half the multiply-adds, exactly symmetric.

@@ -40,7 +40,8 @@ at::ScalarType work_type(const at::Tensor& matrices) {
 
 struct Solution {
   at::Tensor root;             // (N, b, b), in input units
-  at::Tensor normalized;       // Â = (A + εI)/s; for EVD A/s (ε is applied to the eigenvalues)
+  at::Tensor normalized;       // Â = (A + εI)/s; for EVD A/s (ε is applied to the eigenvalues);
+                               // without the relative ridge where eigenvalues carry it (EVD, NewtonDB by eigh)
   at::Tensor normalized_root;  // Â^{-1/p} (the root itself when not kept)
 };
 
@@ -104,6 +105,15 @@ at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int
     case RootMethod::CoupledNewton:
       return linalg::coupled_newton_root(normalized, p, options.newton(), options.precision(), scratch);
     case RootMethod::NewtonDB:
+      if (options.newton_db().evaluation() == NewtonDBEvaluation::Eigh) {
+        auto vectors = linalg::column_major_view(scratch.empty_like(normalized));
+        const auto values = linalg::batched_eigh(normalized, vectors);
+        auto function_values = linalg::newton_db_eigenvalue_root(values, epsilon, p, options.newton(),
+            options.newton_db(), options.scaling(), options.precision(),
+            options.relative_epsilon() > 0.0 ? relative_floor(options) : 0.0);
+        return linalg::root_from_eigenvalue_function(
+            std::move(function_values), vectors, options.precision(), vectors, scratch);
+      }
       if (keep_normalized) normalized = scratch.empty_like(normalized).copy_(normalized);
       raise_to_sixteen_bit_floor(normalized, epsilon, options.precision());
       return linalg::newton_db_root(
@@ -137,9 +147,12 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
   // the matmul-only solvers get it on the diagonal.
   if (options.epsilon() > 0.0 && !evd) normalized.diagonal(0, -2, -1).add_(options.epsilon());
 
-  // EVD needs no spectral bound, only a scale that keeps entries near 1.
-  auto scale = evd ? linalg::largest_magnitude(normalized)
-                   : linalg::spectral_scale(normalized, options.scaling(), options.precision(), scratch);
+  // Solutions from eigenvalues need no spectral bound, only a scale that keeps
+  // entries near 1 (NewtonDB's scale then comes from the eigenvalues themselves).
+  const bool from_eigenvalues =
+      evd || (options.method() == RootMethod::NewtonDB && options.newton_db().evaluation() == NewtonDBEvaluation::Eigh);
+  auto scale = from_eigenvalues ? linalg::largest_magnitude(normalized)
+                                : linalg::spectral_scale(normalized, options.scaling(), options.precision(), scratch);
   // With ε added, λ_max ≥ ε; the floor only matters for an all-zero block at ε = 0.
   scale = scale.clamp_min(std::max(options.epsilon(), static_cast<double>(std::numeric_limits<float>::min())));
   // A scale beyond the float range (entries near FLT_MAX / (margin · b)) would
@@ -159,7 +172,7 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
   // eigenvalues, normalized_root()). The ridge can lift the top of the spectrum
   // above 1 (Frobenius scaling of a rank-1 factor has it at 1 already), so the
   // scale grows with it: (Â + δI)/(1 + δ) stays in (0, 1].
-  if (options.relative_epsilon() > 0.0 && !evd) {
+  if (options.relative_epsilon() > 0.0 && !from_eigenvalues) {
     const double floor = relative_floor(options);
     epsilon = raise_regularisation(normalized, epsilon, floor).div_(1.0 + floor);
     normalized.div_(1.0 + floor);

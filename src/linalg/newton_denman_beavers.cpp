@@ -26,6 +26,10 @@
 // With W mirrored too, test matrices of κ ≈ 1e3–1e6 diverged after 13–16 steps
 // (test_special_matrices, test_inverse_root_accuracy, test_newton_db_minimax).
 //
+// Because every iterate is a polynomial in B, the whole iteration is a function φ of
+// B's eigenvalues: newton_db_eigenvalue_root() runs it on the eigenvalues instead
+// (NewtonDBEvaluation::Eigh), the same steps as scalar recurrences.
+//
 // Every iterate lives in a Scratch buffer and is dropped as soon as it is dead, so
 // a pass holds four stack-sized buffers (B or W, E, Y, Z) and allocates nothing
 // once the Scratch has them.
@@ -147,6 +151,28 @@ double minimax_target_error(MatmulPrecision precision) {
   return 0.0;
 }
 
+// newton_db_pass() on eigenvalues (N, b): Y and Z are diagonal in B's eigenbasis,
+// so each step of the coupled iteration (Higham 2008, eq. 6.35) is E = q(ZY),
+// Y ← YE, Z ← EZ on their diagonals, and the tolerance check sees the same
+// ‖ZY − I‖_F/√b as the matrix iteration's.
+at::Tensor eigenvalue_pass(
+    const at::Tensor& b, const std::vector<OddPolynomial>& steps, PassOutput needed, const NewtonOptions& newton) {
+  auto y = b.clone();
+  auto z = at::ones_like(b);
+  for (size_t step = 0; step < steps.size(); ++step) {
+    const auto w = y * z;
+    if (step > 0 && is_tolerance_check_step(static_cast<int64_t>(step), newton.tolerance(), newton.check_interval()) &&
+        all_within_tolerance((w - 1.0).square_().mean(/*dim=*/1).sqrt_(), newton.tolerance())) {
+      break;
+    }
+    const auto& c = steps[step].coefficients;
+    const auto e = (w * c[2]).add_(c[1]).mul_(w).add_(c[0]);  // q(w) = c₀ + c₁w + c₂w²
+    y.mul_(e);
+    z.mul_(e);
+  }
+  return needed == PassOutput::Root ? y : z;
+}
+
 }  // namespace
 
 std::vector<std::vector<OddPolynomial>> newton_db_schedule(
@@ -193,6 +219,39 @@ at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions&
   return in_dtype(
       newton_db_pass(std::move(input), schedule.back(), PassOutput::InverseRoot, newton, precision, scratch), iterate,
       scratch);
+}
+
+at::Tensor newton_db_eigenvalue_root(const at::Tensor& values, const at::Tensor& epsilon, int64_t p,
+    const NewtonOptions& newton, const NewtonDBOptions& options, const SpectralScaleOptions& scaling,
+    MatmulPrecision precision, double relative_floor) {
+  const auto schedule = newton_db_schedule(p, newton, options, precision);
+  // Float64: the scalar recurrences are N·b numbers, and this way they carry no
+  // rounding of their own; the root's rounding is in eigh and the product Q φ Qᵀ.
+  const auto lambda = values.to(at::kDouble);
+  auto scale = scaling.method() == Scaling::Frobenius ? lambda.square().sum(/*dim=*/1, /*keepdim=*/true).sqrt_()
+                                                      : lambda.amax(/*dim=*/1, /*keepdim=*/true).mul_(scaling.margin());
+  // The stack arrives divided by its largest entry, and an admissible matrix (its
+  // diagonal ≥ 0) has λ_max at least its largest entry (interlacing on its 2 × 2
+  // principal submatrices): the scale is ≥ 1 but for an all-zero matrix, which
+  // then keeps the caller's scale, as in the matrix iteration.
+  scale.clamp_min_(1.0);
+  auto b = lambda / scale;
+  // The regularisation ε/s in these units, raised as inverse_root() raises the
+  // matrix iteration's: to the relative floor (then everything is divided by
+  // 1 + floor), and in 16-bit modes to half a 16-bit rounding.
+  auto regularisation = epsilon.reshape({-1, 1}).to(at::kDouble) / scale;
+  if (relative_floor > 0.0) {
+    b.add_((relative_floor - regularisation).clamp_min(0.0)).div_(1.0 + relative_floor);
+    regularisation = regularisation.clamp_min(relative_floor).div_(1.0 + relative_floor);
+    scale.mul_(1.0 + relative_floor);
+  }
+  if (precision != MatmulPrecision::FP32) b.add_((0.5 * operand_roundoff(precision) - regularisation).clamp_min_(0.0));
+  for (size_t pass = 0; pass + 1 < schedule.size(); ++pass) {
+    b = eigenvalue_pass(b, schedule[pass], PassOutput::Root, newton);
+  }
+  auto root = eigenvalue_pass(b, schedule.back(), PassOutput::InverseRoot, newton);
+  if (p == 1) root.square_();  // as newton_db_root(): the p = 2 result squared
+  return root.mul_(scale.pow(-1.0 / static_cast<double>(p))).to(values.scalar_type());
 }
 
 }  // namespace dash::linalg

@@ -37,6 +37,10 @@ const common::NameTable<NewtonDBPolynomial> kNewtonDBPolynomials = {
     {"minimax3", NewtonDBPolynomial::Minimax3},
     {"minimax5", NewtonDBPolynomial::Minimax5},
 };
+const common::NameTable<NewtonDBEvaluation> kNewtonDBEvaluations = {
+    {"matmuls", NewtonDBEvaluation::Matmuls},
+    {"eigh", NewtonDBEvaluation::Eigh},
+};
 const common::NameTable<MatmulPrecision> kPrecisions = {
     {"fp32", MatmulPrecision::FP32},
     {"fp16", MatmulPrecision::FP16},
@@ -49,6 +53,7 @@ std::string to_string(RootMethod method) { return common::name_of(kRootMethods, 
 std::string to_string(EigenHeuristic heuristic) { return common::name_of(kEigenHeuristics, heuristic); }
 std::string to_string(Scaling scaling) { return common::name_of(kScalings, scaling); }
 std::string to_string(NewtonDBPolynomial polynomial) { return common::name_of(kNewtonDBPolynomials, polynomial); }
+std::string to_string(NewtonDBEvaluation evaluation) { return common::name_of(kNewtonDBEvaluations, evaluation); }
 std::string to_string(MatmulPrecision precision) { return common::name_of(kPrecisions, precision); }
 
 RootMethod parse_root_method(const std::string& name) { return common::parse(kRootMethods, name, "root method"); }
@@ -58,6 +63,9 @@ EigenHeuristic parse_eigen_heuristic(const std::string& name) {
 Scaling parse_scaling(const std::string& name) { return common::parse(kScalings, name, "scaling"); }
 NewtonDBPolynomial parse_newton_db_polynomial(const std::string& name) {
   return common::parse(kNewtonDBPolynomials, name, "NewtonDB polynomial");
+}
+NewtonDBEvaluation parse_newton_db_evaluation(const std::string& name) {
+  return common::parse(kNewtonDBEvaluations, name, "NewtonDB evaluation");
 }
 MatmulPrecision parse_matmul_precision(const std::string& name) {
   return common::parse(kPrecisions, name, "matmul precision");

@@ -23,7 +23,8 @@
   FIELD(tolerance_check_interval, int64_t, PATH check_interval)
 #define DASH_NEWTON_DB_FIELDS(FIELD, PATH)                                     \
   FIELD(newton_db_polynomial, NewtonDBPolynomial, PATH polynomial)             \
-  FIELD(minimax_interval_min, double, PATH interval_min)
+  FIELD(minimax_interval_min, double, PATH interval_min)                        \
+  FIELD(newton_db_evaluation, NewtonDBEvaluation, PATH evaluation)
 #define DASH_CHEBYSHEV_FIELDS(FIELD, PATH)                                     \
   FIELD(chebyshev_degree, int64_t, PATH degree)                                \
   FIELD(chebyshev_interval_min, double, PATH interval_min)

@@ -84,7 +84,7 @@ void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
       "dash::inverse_root: NewtonDB computes roots p = 1 or a power of two, got p = ", p);
   if (options.method() == RootMethod::NewtonDB &&
       options.newton_db().polynomial() != NewtonDBPolynomial::NewtonSchulz &&
-      options.precision() != MatmulPrecision::FP32) {
+      options.newton_db().evaluation() == NewtonDBEvaluation::Matmuls && options.precision() != MatmulPrecision::FP32) {
     // Measured (docs/benchmarks.md, "Accuracy per matmul"): the minimax steps lift
     // small eigenvalues 5–8× per step, and 16-bit rounding of Z·Y with them; the
     // coupled iteration does not correct the drift.

@@ -74,6 +74,9 @@ double gemm_flops(int64_t b) {
   return 2.0 * bd * bd * bd;
 }
 
+// A root from an eigendecomposition: 9b³ for eigh (4.5 GEMMs), then Q diag Qᵀ.
+double eigen_root_flops(double matmul, double reconstruction) { return 9.0 / 2.0 * matmul + reconstruction; }
+
 // FLOPs of one b × b inverse root whose symmetric solver products cost `product`
 // each (a GEMM, 2b³, where they are not computed one triangle at a time) and whose
 // eigen-reconstruction Q diag Qᵀ costs `reconstruction`.
@@ -82,12 +85,14 @@ double per_matrix_flops(
   const double matmul = gemm_flops(b);
   switch (options.method()) {
     case RootMethod::EVD:
-      return 9.0 / 2.0 * matmul + reconstruction;  // 9 b³ eigh + Q diag Qᵀ
+      return eigen_root_flops(matmul, reconstruction);
     case RootMethod::CoupledNewton:
       // Step 1: X₁ = c·N is free; every step: X·N (not in step 1) and N^p·M.
       return scaling_flops(b, options) +
              product * static_cast<double>(options.newton().steps() * (1 + power_times_matmuls(p)) - 1);
     case RootMethod::NewtonDB: {
+      // Its eigenvalue evaluation is EVD's work: the scalar recurrences are O(b) each.
+      if (options.newton_db().evaluation() == NewtonDBEvaluation::Eigh) return eigen_root_flops(matmul, reconstruction);
       const auto matmuls = newton_db_matmuls(p, options);
       return scaling_flops(b, options) + matmul * static_cast<double>(matmuls.whole) +
              product * static_cast<double>(matmuls.symmetric);

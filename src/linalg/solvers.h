@@ -40,6 +40,12 @@ at::Tensor batched_eigh(const at::Tensor& a, const at::Tensor& vectors);
 at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vectors, const at::Tensor& epsilon,
     int64_t p, EigenHeuristic heuristic, MatmulPrecision precision, at::Tensor scaled, Scratch& scratch);
 
+/// Q · diag(f) · Qᵀ for function values f (N, b) ≥ 0 of the eigenvalues, formed as
+/// S·Sᵀ with S = Q · diag(√f) in `scaled` (as root_from_eigenbasis()); f's buffer is
+/// overwritten.
+at::Tensor root_from_eigenvalue_function(at::Tensor function_values, const at::Tensor& vectors,
+    MatmulPrecision precision, at::Tensor scaled, Scratch& scratch);
+
 /// Updates `basis` to an eigenbasis of each matrix of `a` (N, b, b), warm-started
 /// from the previous one (warm_eigen.cpp), judged by the error of the root
 /// (a + εI)^{-1/p} it gives (`epsilon` (N, 1, 1)); returns the eigenvalues (N, b).
@@ -55,6 +61,18 @@ at::Tensor coupled_newton_root(
 /// Takes the stack by value: its buffer is reused once the first step has read it.
 at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions& newton, const NewtonDBOptions& options,
     MatmulPrecision precision, Scratch& scratch);
+
+/// NewtonDBEvaluation::Eigh: the function φ (N, b) that newton_db_root() applies to
+/// the eigenvalues `values` (N, b) of a stack (A + εI)/s scaled by its largest entry
+/// (an all-zero matrix keeps that scale), run as its scalar iteration (in float64,
+/// returned in `values`' dtype), so that Q·diag(φ)·Qᵀ is its root. The spectral
+/// scale is NewtonDB's, from the eigenvalues: ‖·‖_F, or `margin`·λ_max where power
+/// iteration would estimate λ_max. The regularisation `epsilon` (N, 1, 1), the ε/s
+/// already in `values`, is raised as inverse_root() raises the matrix iteration's:
+/// to `relative_floor` (> 0) of the scale, and to the 16-bit floor of `precision`.
+at::Tensor newton_db_eigenvalue_root(const at::Tensor& values, const at::Tensor& epsilon, int64_t p,
+    const NewtonOptions& newton, const NewtonDBOptions& options, const SpectralScaleOptions& scaling,
+    MatmulPrecision precision, double relative_floor);
 
 /// Chebyshev interpolant of x^{-1/p} evaluated by Clenshaw's recurrence (spec §5).
 /// `epsilon` (N, 1, 1) is ε/s and bounds the fitted interval from below.

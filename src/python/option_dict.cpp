@@ -28,6 +28,7 @@ RootMethod parse_name(const std::string& name, RootMethod*) { return parse_root_
 EigenHeuristic parse_name(const std::string& name, EigenHeuristic*) { return parse_eigen_heuristic(name); }
 Scaling parse_name(const std::string& name, Scaling*) { return parse_scaling(name); }
 NewtonDBPolynomial parse_name(const std::string& name, NewtonDBPolynomial*) { return parse_newton_db_polynomial(name); }
+NewtonDBEvaluation parse_name(const std::string& name, NewtonDBEvaluation*) { return parse_newton_db_evaluation(name); }
 MatmulPrecision parse_name(const std::string& name, MatmulPrecision*) { return parse_matmul_precision(name); }
 GraftingType parse_name(const std::string& name, GraftingType*) { return parse_grafting_type(name); }
 Execution parse_name(const std::string& name, Execution*) { return parse_execution(name); }

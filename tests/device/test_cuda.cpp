@@ -120,6 +120,11 @@ INSTANTIATE_TEST_SUITE_P(RootConfigurations, CudaSteps,
         StepCase{"evd_warm", InverseRootOptions().method(RootMethod::EVD).eigen(EigenOptions().refresh_tolerance(0.05)),
             1e-3},
         StepCase{"ndb_multi_pi", InverseRootOptions().method(RootMethod::NewtonDB), 1e-3},
+        StepCase{"ndb_by_eigh",
+            InverseRootOptions()
+                .method(RootMethod::NewtonDB)
+                .newton_db(NewtonDBOptions().evaluation(NewtonDBEvaluation::Eigh)),
+            1e-3},
         StepCase{"cn_fro",
             InverseRootOptions()
                 .method(RootMethod::CoupledNewton)

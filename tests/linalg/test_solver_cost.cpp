@@ -108,6 +108,19 @@ TEST(SolverCost, CoupledNewtonRootFourIsFourMatmulsPerStepLessOne) {
   EXPECT_DOUBLE_EQ(inverse_root_flops(1, 64, 3, options), 39 * kMatmul64);
 }
 
+// By eigh, NewtonDB does EVD's work whatever its steps and scaling: the scalar
+// iteration on b eigenvalues is O(b), and no power iteration runs.
+TEST(SolverCost, NewtonDBByEighCostsWhatEVDCosts) {
+  const auto by_eigh = InverseRootOptions()
+                           .method(RootMethod::NewtonDB)
+                           .newton(NewtonOptions().steps(17))
+                           .newton_db(NewtonDBOptions().evaluation(NewtonDBEvaluation::Eigh));
+  const auto evd = InverseRootOptions().method(RootMethod::EVD);
+  EXPECT_DOUBLE_EQ(inverse_root_flops(3, 64, 4, by_eigh), inverse_root_flops(3, 64, 4, evd));
+  EXPECT_LT(inverse_root_flops(3, 64, 4, by_eigh),
+      inverse_root_flops(3, 64, 4, InverseRootOptions(by_eigh).newton_db(NewtonDBOptions())) / 4);
+}
+
 TEST(SolverCost, ChebyshevIsDegreeMinusOneMatmulsPlusPowerIteration) {
   auto options = InverseRootOptions()
                      .method(RootMethod::Chebyshev)

@@ -125,7 +125,7 @@ TEST(DashCheckpoint, EverySolverOptionRoundTrips) {
   root.auto_max_error(0.25);
   root.eigen().heuristic(EigenHeuristic::AbsAdd).refresh_tolerance(0.125).warm_iterations(3);
   root.newton().steps(7).tolerance(1e-3).check_interval(3);
-  root.newton_db().polynomial(NewtonDBPolynomial::Minimax5).interval_min(1e-4);
+  root.newton_db().polynomial(NewtonDBPolynomial::Minimax5).interval_min(1e-4).evaluation(NewtonDBEvaluation::Eigh);
   root.chebyshev().degree(33).interval_min(2e-3);
   root.scaling().method(Scaling::PowerIteration).iterations(6).vectors(5).margin(1.5);
   Model model(3);
@@ -150,6 +150,7 @@ TEST(DashCheckpoint, EverySolverOptionRoundTrips) {
   EXPECT_EQ(r.newton().check_interval(), 3);
   EXPECT_EQ(r.newton_db().polynomial(), NewtonDBPolynomial::Minimax5);
   EXPECT_EQ(r.newton_db().interval_min(), 1e-4);
+  EXPECT_EQ(r.newton_db().evaluation(), NewtonDBEvaluation::Eigh);
   EXPECT_EQ(r.chebyshev().degree(), 33);
   EXPECT_EQ(r.chebyshev().interval_min(), 2e-3);
   EXPECT_EQ(r.scaling().method(), Scaling::PowerIteration);

@@ -64,6 +64,24 @@ TEST_P(ExecutionModes, SequentialEqualsBatchedAfter20Steps) {
   }
 }
 
+// NewtonDB evaluated on the eigenvalues is the same optimizer as the matrix
+// iteration: with Frobenius scaling (the same scale in both) the parameters agree
+// after 20 steps up to float32 rounding carried forward; a different root would
+// be off by O(1).
+TEST(NewtonDBByEigh, TrainsAsTheMatrixIteration) {
+  auto root = InverseRootOptions().method(RootMethod::NewtonDB).epsilon(1e-6);
+  root.scaling().method(Scaling::Frobenius);
+  auto options = DashOptions(0.02).block_size(4).start_step(3).root_frequency(2).root(root);
+  auto matmuls = train(options);
+  root.newton_db().evaluation(NewtonDBEvaluation::Eigh);
+  auto by_eigh = train(DashOptions(options).root(root));
+  for (size_t i = 0; i < matmuls.size(); ++i) {
+    auto scale = matmuls[i].abs().max().item<double>();
+    EXPECT_LE((matmuls[i] - by_eigh[i]).abs().max().item<double>() / scale, 1e-3) << "parameter " << i;
+    EXPECT_TRUE(at::isfinite(by_eigh[i]).all().item<bool>());
+  }
+}
+
 // Execution::Auto times each factor stack's roots at its second root computation
 // and keeps the faster way; on a CPU both ways give bitwise the same roots, so the
 // parameters equal a batched run's exactly, whatever it chose. The choice is in

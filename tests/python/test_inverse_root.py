@@ -45,6 +45,19 @@ def test_minimax_newton_db_resolves_what_newton_schulz_does_not(device):
     assert relative_error(minimax.cpu(), reference) < 1e-3
 
 
+@pytest.mark.parametrize("device", DEVICES)
+def test_newton_db_by_eigh_is_the_matrix_iterations_root(device):
+    # κ = 1e6: ten steps are far from the exact root, and evaluating them on the
+    # eigenvalues must give that same under-resolved root, not the exact one.
+    matrices = spd_stack(3, 32, condition=1e6, seed=2).to(device)
+    matmuls = dash.inverse_root(matrices, 4, method="ndb", scaling="fro", epsilon=0.0)
+    by_eigh = dash.inverse_root(matrices, 4, method="ndb", scaling="fro", epsilon=0.0, newton_db_evaluation="eigh")
+    assert relative_error(by_eigh.cpu(), matmuls.cpu().double()) < 1e-8
+    assert relative_error(by_eigh.cpu(), reference_root(matrices.cpu(), 4, 0.0)) > 0.1
+    with pytest.raises(ValueError, match="matmuls, eigh"):
+        dash.inverse_root(matrices, 4, method="ndb", newton_db_evaluation="svd")
+
+
 def test_minimax_with_16_bit_matmuls_warns():
     # The only test that asks for this combination: the warning is once per process.
     with pytest.warns(UserWarning, match="minimax polynomials with 16-bit matmuls"):

@@ -483,6 +483,27 @@ def test_warm_started_eigenbases_are_reachable_from_python_and_counted():
         dash.Dash(make_params(), eigen_refresh_tolerance=2.0)
 
 
+def test_newton_db_by_eigh_trains_as_newton_db_and_survives_a_state_dict():
+    # Frobenius scaling: the same scale in both evaluations, so the parameters differ
+    # by float32 rounding only; a different root would be off by O(1).
+    options = {**OPTIONS, "root_method": "ndb", "scaling": "fro"}
+    results = {}
+    for evaluation in ("matmuls", "eigh"):
+        params = make_params()
+        optimizer = dash.Dash(params, lr=0.01, **options, newton_db_evaluation=evaluation)
+        assert optimizer.param_groups[0]["newton_db_evaluation"] == evaluation
+        for gradients in fixed_gradients(params, 6):
+            apply_step(optimizer, params, gradients)
+        results[evaluation] = flat(params)
+    torch.testing.assert_close(results["eigh"], results["matmuls"], rtol=1e-3, atol=1e-4)
+    buffer = io.BytesIO()
+    torch.save(optimizer.state_dict(), buffer)
+    buffer.seek(0)
+    loaded = dash.Dash(make_params(), lr=0.01, **options)
+    loaded.load_state_dict(torch.load(buffer))
+    assert loaded.param_groups[0]["newton_db_evaluation"] == "eigh"
+
+
 def test_root_method_auto_reports_its_choice_per_factor_stack():
     params = make_params()
     optimizer = dash.Dash(params, lr=0.01, **{**OPTIONS, "root_method": "auto"}, auto_max_error=0.3)
