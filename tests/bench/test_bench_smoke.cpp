@@ -157,6 +157,28 @@ TEST(BenchSmoke, StepBenchNewtonStepCountsAndPerBlockReferences) {
   EXPECT_EQ(rows.at("adamw")["sequential_reference"], "");
 }
 
+// --ndb-evaluations runs NDB once per evaluation; by eigh its root FLOPs are EVD's
+// (an eigh and Q·φ·Qᵀ per factor), far below the matmul iteration's.
+TEST(BenchSmoke, StepBenchNewtonDBEvaluations) {
+  const auto path = ::testing::TempDir() + "dash_step_bench_ndb_evaluations.json";
+  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "1", "--methods", "evd,ndb",
+                "--ndb-evaluations", "matmuls,eigh", "--scalings", "multi-pi", "--precisions", "fp32", "--executions",
+                "batched", "--baseline", "0", "--steps", "2", "--json", path}),
+      0);
+  const auto report = read_json(path);
+  std::map<std::string, double> root_flops;
+  for (const auto& row : report["rows"]) {
+    const auto label = row["configuration"].get<std::string>();
+    if (label != "adamw") {
+      root_flops[label] = row["flops_per_step"].get<double>() - row["factor_flops"].get<double>() -
+                          row["preconditioning_flops"].get<double>();
+    }
+  }
+  ASSERT_EQ(root_flops.size(), 3u);
+  EXPECT_DOUBLE_EQ(root_flops.at("batched ndb by eigh multi-pi fp32"), root_flops.at("batched evd - fp32"));
+  EXPECT_LT(root_flops.at("batched ndb by eigh multi-pi fp32"), 0.3 * root_flops.at("batched ndb multi-pi fp32"));
+}
+
 TEST(BenchSmoke, SolverBenchWritesRowsWithErrors) {
   const auto path = ::testing::TempDir() + "dash_solver_bench.json";
   ASSERT_EQ(run_solver_bench({"--preset", "tiny", "--methods", "evd,cn", "--reps", "1", "--json", path}), 0);
@@ -258,6 +280,10 @@ TEST(BenchSmoke, BadValuesFailBeforeAnythingIsMeasured) {
     run_step_bench({"--ndb-polynomials", "chebyshev"});
   }),
       HasSubstr("unknown NewtonDB polynomial 'chebyshev'"));
+  EXPECT_THAT(message([] {
+    run_step_bench({"--ndb-evaluations", "svd"});
+  }),
+      HasSubstr("unknown NewtonDB evaluation 'svd'"));
   EXPECT_THAT(message([] {
     run_accuracy_bench({"--minimax-interval-min", "0"});
   }),

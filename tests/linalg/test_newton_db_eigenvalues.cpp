@@ -76,7 +76,8 @@ TEST(NewtonDBByEigh, KeepsTheUnderResolutionOfTenSteps) {
 
 TEST(NewtonDBByEigh, StopsAtTheToleranceWhereTheMatrixIterationStops) {
   const auto spectrum = log_spaced_spectrum(3, 32, 1e3, /*seed=*/2);
-  auto matmuls = newton_db(NewtonDBEvaluation::Matmuls).newton(NewtonOptions().steps(40).tolerance(1e-3).check_interval(2));
+  auto matmuls =
+      newton_db(NewtonDBEvaluation::Matmuls).newton(NewtonOptions().steps(40).tolerance(1e-3).check_interval(2));
   const auto reference = inverse_root(spectrum.matrices, 4, matmuls);
   EXPECT_LE(max_relative_error(inverse_root(spectrum.matrices, 4, by_eigh(matmuls)), reference), kSameFunction);
   // The tolerance did stop it early: 40 full steps give another root.
@@ -89,8 +90,8 @@ TEST(NewtonDBByEigh, AppliesTheRelativeRegularisationAsTheMatrixIteration) {
   const auto spectrum = log_spaced_spectrum(3, 32, 1e8, /*seed=*/4);
   for (double epsilon : {0.0, 1e-9}) {
     auto matmuls = newton_db(NewtonDBEvaluation::Matmuls).epsilon(epsilon).relative_epsilon(1e-4);
-    EXPECT_LE(max_relative_error(inverse_root(spectrum.matrices, 4, by_eigh(matmuls)),
-                  inverse_root(spectrum.matrices, 4, matmuls)),
+    EXPECT_LE(max_relative_error(
+                  inverse_root(spectrum.matrices, 4, by_eigh(matmuls)), inverse_root(spectrum.matrices, 4, matmuls)),
         kSameFunction)
         << "ε = " << epsilon;
   }
@@ -105,8 +106,8 @@ TEST(NewtonDBByEigh, TakesPowerIterationsScaleFromTheTopEigenvalue) {
   for (auto scaling : {Scaling::PowerIteration, Scaling::MultiPowerIteration}) {
     auto matmuls = newton_db(NewtonDBEvaluation::Matmuls, scaling).epsilon(1e-9);
     matmuls.scaling().iterations(30);
-    EXPECT_LE(max_relative_error(inverse_root(spectrum.matrices, 4, by_eigh(matmuls)),
-                  inverse_root(spectrum.matrices, 4, matmuls)),
+    EXPECT_LE(max_relative_error(
+                  inverse_root(spectrum.matrices, 4, by_eigh(matmuls)), inverse_root(spectrum.matrices, 4, matmuls)),
         1e-6)
         << to_string(scaling);
   }
