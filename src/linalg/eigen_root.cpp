@@ -66,6 +66,8 @@ at::Tensor repaired_inverse_power(
 
 at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vectors, const at::Tensor& epsilon,
     int64_t p, EigenHeuristic heuristic, MatmulPrecision precision, at::Tensor scaled, Scratch& scratch) {
+  // The repaired f is ≥ 0, as the S·Sᵀ form needs: a power of a positive number, or
+  // 0 for PseudoInverse's dropped eigenvalues.
   return root_from_eigenvalue_function(repaired_inverse_power(values, epsilon.squeeze(-1), p, heuristic), vectors,
       precision, std::move(scaled), scratch);
 }
