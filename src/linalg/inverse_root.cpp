@@ -63,6 +63,11 @@ void raise_to_sixteen_bit_floor(at::Tensor& normalized, const at::Tensor& epsilo
   raise_regularisation(normalized, epsilon, 0.5 * linalg::operand_roundoff(precision));
 }
 
+// NewtonDB evaluated on the eigenvalues from one eigh (NewtonDBEvaluation::Eigh).
+bool newton_db_by_eigh(const InverseRootOptions& options) {
+  return options.method() == RootMethod::NewtonDB && options.newton_db().evaluation() == NewtonDBEvaluation::Eigh;
+}
+
 // ε_rel·λ_max in normalised units for the iterative solvers: their scale s is
 // margin·λ̂_max under power-iteration scaling and ‖A‖_F (taken as λ_max) under Frobenius.
 double relative_floor(const InverseRootOptions& options) {
@@ -105,12 +110,11 @@ at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int
     case RootMethod::CoupledNewton:
       return linalg::coupled_newton_root(normalized, p, options.newton(), options.precision(), scratch);
     case RootMethod::NewtonDB:
-      if (options.newton_db().evaluation() == NewtonDBEvaluation::Eigh) {
+      if (newton_db_by_eigh(options)) {
         auto vectors = linalg::column_major_view(scratch.empty_like(normalized));
         const auto values = linalg::batched_eigh(normalized, vectors);
         auto function_values = linalg::newton_db_eigenvalue_root(values, epsilon, p, options.newton(),
-            options.newton_db(), options.scaling(), options.precision(),
-            options.relative_epsilon() > 0.0 ? relative_floor(options) : 0.0);
+            options.newton_db(), options.scaling(), options.precision(), relative_floor(options));
         return linalg::root_from_eigenvalue_function(
             std::move(function_values), vectors, options.precision(), vectors, scratch);
       }
@@ -149,8 +153,7 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
 
   // Solutions from eigenvalues need no spectral bound, only a scale that keeps
   // entries near 1 (NewtonDB's scale then comes from the eigenvalues themselves).
-  const bool from_eigenvalues =
-      evd || (options.method() == RootMethod::NewtonDB && options.newton_db().evaluation() == NewtonDBEvaluation::Eigh);
+  const bool from_eigenvalues = evd || newton_db_by_eigh(options);
   auto scale = from_eigenvalues ? linalg::largest_magnitude(normalized)
                                 : linalg::spectral_scale(normalized, options.scaling(), options.precision(), scratch);
   // With ε added, λ_max ≥ ε; the floor only matters for an all-zero block at ε = 0.

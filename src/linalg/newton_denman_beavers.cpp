@@ -154,19 +154,22 @@ double minimax_target_error(MatmulPrecision precision) {
 // newton_db_pass() on eigenvalues (N, b): Y and Z are diagonal in B's eigenbasis,
 // so each step of the coupled iteration (Higham 2008, eq. 6.35) is E = q(ZY),
 // Y ← YE, Z ← EZ on their diagonals, and the tolerance check sees the same
-// ‖ZY − I‖_F/√b as the matrix iteration's.
+// ‖ZY − I‖_F/√b as the matrix iteration's. W and E are written in place: no
+// step allocates, as in the matrix iteration.
 at::Tensor eigenvalue_pass(
     const at::Tensor& b, const std::vector<OddPolynomial>& steps, PassOutput needed, const NewtonOptions& newton) {
   auto y = b.clone();
   auto z = at::ones_like(b);
+  auto w = at::empty_like(b);
+  auto e = at::empty_like(b);
   for (size_t step = 0; step < steps.size(); ++step) {
-    const auto w = y * z;
+    at::mul_out(w, y, z);
     if (step > 0 && is_tolerance_check_step(static_cast<int64_t>(step), newton.tolerance(), newton.check_interval()) &&
         all_within_tolerance((w - 1.0).square_().mean(/*dim=*/1).sqrt_(), newton.tolerance())) {
       break;
     }
     const auto& c = steps[step].coefficients;
-    const auto e = (w * c[2]).add_(c[1]).mul_(w).add_(c[0]);  // q(w) = c₀ + c₁w + c₂w²
+    at::mul_out(e, w, c[2]).add_(c[1]).mul_(w).add_(c[0]);  // q(w) = c₀ + c₁w + c₂w²
     y.mul_(e);
     z.mul_(e);
   }

@@ -69,7 +69,7 @@ at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions&
 /// scale is NewtonDB's, from the eigenvalues: ‖·‖_F, or `margin`·λ_max where power
 /// iteration would estimate λ_max. The regularisation `epsilon` (N, 1, 1), the ε/s
 /// already in `values`, is raised as inverse_root() raises the matrix iteration's:
-/// to `relative_floor` (> 0) of the scale, and to the 16-bit floor of `precision`.
+/// to `relative_floor` of the scale (0: none), and to the 16-bit floor of `precision`.
 at::Tensor newton_db_eigenvalue_root(const at::Tensor& values, const at::Tensor& epsilon, int64_t p,
     const NewtonOptions& newton, const NewtonDBOptions& options, const SpectralScaleOptions& scaling,
     MatmulPrecision precision, double relative_floor);
