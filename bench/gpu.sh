@@ -136,6 +136,11 @@ show step_f10_evd
 stage step_profile 90 "${bench[@]}" --frequencies 10 --methods ndb,cn --scalings multi-pi --precisions fp32,bf16 \
   --executions batched --profile 1 --warmup 11 --steps 10 --json "$logs/step_profile.json"
 show step_profile
+# The preconditioning products L̄ Ĝ R̄ in bf16 against TF32 (preconditioning_precision).
+stage step_preconditioning 60 "${bench[@]}" --frequencies 10 --methods ndb --scalings multi-pi --precisions bf16 \
+  --executions batched --preconditioning-precisions fp32,bf16 --profile 1 --warmup 11 --steps 10 \
+  --json "$logs/step_preconditioning.json"
+show step_preconditioning
 stage step_f1_evd 100 "${bench[@]}" --frequencies 1 --methods evd --precisions fp32 --executions batched,sequential \
   --warmup 1 --steps 2 --json "$logs/step_f1_evd.json"
 show step_f1_evd

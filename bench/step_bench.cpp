@@ -42,22 +42,28 @@ struct Configuration {
 struct Measurement {
   double mean_ms = 0.0;  // amortised over the timed steps (f = 10: one root step in ten)
   TimingSummary per_step;
-  double non_root_median_ms = 0.0;     // 0 when every timed step computed roots
-  double root_mean_ms = 0.0;           // 0 when no timed step did
-  double flops = 0.0;                  // per step, amortised
-  double factor_flops = 0.0;           // per step: G Gᵀ and Gᵀ G (syrk: one triangle each)
-  double preconditioning_flops = 0.0;  // per step: L̄ Ĝ R̄
-  double ceiling_gflops = 0.0;         // bmm ceiling in the roots' precision
-  double fp32_ceiling_gflops = 0.0;    // the non-root matmuls are always float32
+  double non_root_median_ms = 0.0;              // 0 when every timed step computed roots
+  double root_mean_ms = 0.0;                    // 0 when no timed step did
+  double flops = 0.0;                           // per step, amortised
+  double factor_flops = 0.0;                    // per step: G Gᵀ and Gᵀ G (syrk: one triangle each)
+  double preconditioning_flops = 0.0;           // per step: L̄ Ĝ R̄
+  double ceiling_gflops = 0.0;                  // bmm ceiling in the roots' precision
+  double fp32_ceiling_gflops = 0.0;             // the factor updates are always float32
+  double preconditioning_ceiling_gflops = 0.0;  // bmm ceiling in the preconditioning precision
   int64_t state_bytes = 0;
   int64_t workspace_bytes = 0;
   std::map<std::string, double> phases_ms;  // per step, with --profile
   std::string root_choices;  // Execution::Auto, RootMethod::Auto: what each stack chose; warm EVD: roots kept/warm/eigh
 
-  // The non-root step's floor: its (float32) matmul FLOPs at the measured fp32 bmm ceiling.
-  double floor_ms() const {
-    return fp32_ceiling_gflops > 0.0 ? (factor_flops + preconditioning_flops) / (fp32_ceiling_gflops * 1e6) : 0.0;
+  // The non-root step's floor: its matmul FLOPs at the bmm ceilings measured in
+  // their precisions (the factor updates' float32, the preconditioning's own).
+  double factors_floor_ms() const {
+    return fp32_ceiling_gflops > 0.0 ? factor_flops / (fp32_ceiling_gflops * 1e6) : 0.0;
   }
+  double preconditioning_floor_ms() const {
+    return preconditioning_ceiling_gflops > 0.0 ? preconditioning_flops / (preconditioning_ceiling_gflops * 1e6) : 0.0;
+  }
+  double floor_ms() const { return factors_floor_ms() + preconditioning_floor_ms(); }
 };
 
 // Matmul FLOPs of the non-root part of one DASH step, from the stack shapes: the
@@ -172,10 +178,15 @@ Measurement finish_run(Run& run, const at::Device& device, int steps, bool profi
   auto& dash = static_cast<Dash&>(*run.optimizer);
   count_step_flops(dash, device, result);
   result.flops = dash_step_flops(dash, run.config.options, result, device);
-  const auto precision = run.config.options.root().precision();
-  result.ceiling_gflops = stack_ceiling(dash, precision, device);
-  result.fp32_ceiling_gflops =
-      precision == MatmulPrecision::FP32 ? result.ceiling_gflops : stack_ceiling(dash, MatmulPrecision::FP32, device);
+  // One measurement per precision in use.
+  std::map<MatmulPrecision, double> ceiling;
+  const auto ceiling_in = [&](MatmulPrecision precision) {
+    auto found = ceiling.find(precision);
+    return found != ceiling.end() ? found->second : (ceiling[precision] = stack_ceiling(dash, precision, device));
+  };
+  result.ceiling_gflops = ceiling_in(run.config.options.root().precision());
+  result.fp32_ceiling_gflops = ceiling_in(MatmulPrecision::FP32);
+  result.preconditioning_ceiling_gflops = ceiling_in(run.config.options.preconditioning_precision());
   result.state_bytes = dash.state_bytes();
   const auto diagnostics = dash.diagnostics();  // reads counters back from the device: once
   result.workspace_bytes = diagnostics.workspace_bytes;
@@ -249,7 +260,8 @@ std::vector<Measurement> measure_all(const std::vector<Configuration>& configs, 
     std::set<MatmulPrecision> measured;
     for (auto& run : runs) {
       if (run.config.adamw) continue;
-      for (const auto precision : {MatmulPrecision::FP32, run.config.options.root().precision()}) {
+      for (const auto precision : {MatmulPrecision::FP32, run.config.options.root().precision(),
+               run.config.options.preconditioning_precision()}) {
         if (!measured.insert(precision).second) continue;
         auto& best = best_ceiling[precision];
         best = std::max(best, stack_ceiling(static_cast<Dash&>(*run.optimizer), precision, device));
@@ -262,6 +274,8 @@ std::vector<Measurement> measure_all(const std::vector<Configuration>& configs, 
       auto& m = results.back();
       m.ceiling_gflops = std::max(m.ceiling_gflops, best_ceiling[run.config.options.root().precision()]);
       m.fp32_ceiling_gflops = std::max(m.fp32_ceiling_gflops, best_ceiling[MatmulPrecision::FP32]);
+      m.preconditioning_ceiling_gflops =
+          std::max(m.preconditioning_ceiling_gflops, best_ceiling[run.config.options.preconditioning_precision()]);
     }
   }
   return results;
@@ -337,10 +351,16 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
             const auto execution = parse_execution(execution_name);
             auto root_options = InverseRootOptions(root).precision(precision);
             root_options.scaling().method(scaling);
-            auto options = DashOptions(base).execution(execution).root(root_options);
-            result.push_back({to_string(execution) + " " + to_string(method) + variant_label + " " +
-                                  (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " + to_string(precision),
-                false, options});
+            for (const auto& preconditioning_name : arguments.list("preconditioning-precisions")) {
+              const auto preconditioning = parse_matmul_precision(preconditioning_name);
+              auto options =
+                  DashOptions(base).execution(execution).root(root_options).preconditioning_precision(preconditioning);
+              result.push_back(
+                  {to_string(execution) + " " + to_string(method) + variant_label + " " +
+                          (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " + to_string(precision) +
+                          (preconditioning == MatmulPrecision::FP32 ? "" : " pc " + to_string(preconditioning)),
+                      false, options});
+            }
           }
         }
       }
@@ -386,7 +406,8 @@ int run_step_bench(const std::vector<std::string>& args) {
                 {"interleave", integer_option("0", 0, 1)}, {"executions", "batched,auto"},
                 {"eigen-tolerances", real_list_option("0", 0, 1)}, {"ndb-polynomials", "newton-schulz"},
                 {"ndb-evaluations", "matmuls"}, {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)},
-                {"tf32", integer_option("0", 0, 1)}, {"newton-steps", integer_list_option("10", 1)}});
+                {"tf32", integer_option("0", 0, 1)}, {"newton-steps", integer_list_option("10", 1)},
+                {"preconditioning-precisions", "fp32"}});
   const auto float32_matmuls = set_float32_matmul_mode(arguments.text("tf32") == "1");
   // Every configuration's names and options, before anything is measured.
   check_configurations(configurations(arguments, 1));
@@ -460,8 +481,8 @@ int run_step_bench(const std::vector<std::string>& args) {
       if (!m.phases_ms.empty()) {
         std::printf("    phases ms/step:");
         for (const auto& [phase, ms] : m.phases_ms) std::printf(" %s %s", phase.c_str(), fixed(ms, 1).c_str());
-        const double factors_floor = m.factor_flops / (m.fp32_ceiling_gflops * 1e6);
-        const double preconditioning_floor = m.preconditioning_flops / (m.fp32_ceiling_gflops * 1e6);
+        const double factors_floor = m.factors_floor_ms();
+        const double preconditioning_floor = m.preconditioning_floor_ms();
         std::printf("\n    vs floor: factors %s / %s ms (x%s), preconditioning %s / %s ms (x%s)\n",
             fixed(m.phases_ms["factors"], 1).c_str(), fixed(factors_floor, 1).c_str(),
             fixed(m.phases_ms["factors"] / factors_floor, 2).c_str(), fixed(m.phases_ms["preconditioning"], 1).c_str(),
@@ -477,7 +498,8 @@ int run_step_bench(const std::vector<std::string>& args) {
           {"sequential_reference", sequential_label}, {"ratio_to_adamw", m.mean_ms / adamw_ms},
           {"flops_per_step", m.flops}, {"factor_flops", m.factor_flops},
           {"preconditioning_flops", m.preconditioning_flops}, {"gflops", gflops}, {"ceiling_gflops", m.ceiling_gflops},
-          {"fp32_ceiling_gflops", m.fp32_ceiling_gflops}, {"state_bytes", m.state_bytes},
+          {"fp32_ceiling_gflops", m.fp32_ceiling_gflops},
+          {"preconditioning_ceiling_gflops", m.preconditioning_ceiling_gflops}, {"state_bytes", m.state_bytes},
           {"workspace_bytes", m.workspace_bytes}, {"phases_ms", m.phases_ms}, {"root_choices", m.root_choices}});
     }
   }

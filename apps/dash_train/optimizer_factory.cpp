@@ -62,7 +62,8 @@ std::unique_ptr<torch::optim::Optimizer> make_dash(const TrainConfig& config, co
                            .weight_decay(config.weight_decay)
                            .adamw_betas(std::make_tuple(config.beta1, config.beta2))
                            .adamw_eps(config.eps)
-                           .execution(dash::parse_execution(config.execution));
+                           .execution(dash::parse_execution(config.execution))
+                           .preconditioning_precision(dash::parse_matmul_precision(config.preconditioning_precision));
   return std::make_unique<dash::Dash>(params, options, std::move(distributed));
 }
 

@@ -84,6 +84,8 @@ const std::vector<Key>& keys() {
           "ndb minimax: lower end of the normalised spectrum the polynomials are made for", true},
       {"ndb_evaluation", &TrainConfig::ndb_evaluation,
           "ndb: matmuls (the coupled iteration) or eigh (the same function of the eigenvalues, at EVD's cost)", true},
+      {"preconditioning_precision", &TrainConfig::preconditioning_precision,
+          "fp32 or bf16 operands of the preconditioning products L̄ Ĝ R̄", true},
       {"auto_max_error", &TrainConfig::auto_max_error,
           "auto: largest root error (on gradients like the factor's) a method may have to be chosen", true},
       {"beta_factor", &TrainConfig::beta_factor, "EMA of the Shampoo factors L, R", true},
@@ -206,6 +208,7 @@ void TrainConfig::check() const {
   check_name("precision", precision, dash::parse_matmul_precision);
   check_name("ndb_polynomial", ndb_polynomial, dash::parse_newton_db_polynomial);
   check_name("ndb_evaluation", ndb_evaluation, dash::parse_newton_db_evaluation);
+  check_name("preconditioning_precision", preconditioning_precision, dash::parse_matmul_precision);
   check_name("grafting", grafting, dash::parse_grafting_type);
   check_name("execution", execution, dash::parse_execution);
   // The remaining DASH ranges are checked by DashOptions itself when the optimizer is built.

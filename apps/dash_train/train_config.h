@@ -73,7 +73,8 @@ struct TrainConfig {
   std::string ndb_polynomial = "newton-schulz";
   double minimax_interval_min = 1e-6;
   std::string ndb_evaluation = "matmuls";  ///< ndb: matmuls (the iteration) or eigh (its function of the eigenvalues)
-  double auto_max_error = 0.5;             ///< root_method auto
+  std::string preconditioning_precision = "fp32";  ///< L̄ Ĝ R̄ in fp32 or bf16
+  double auto_max_error = 0.5;                     ///< root_method auto
   double beta_factor = 0.95;
 
   LlamaConfig model() const;

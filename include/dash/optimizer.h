@@ -67,7 +67,9 @@ struct DashDiagnostics {
   std::vector<BlockStackDiagnostics> block_stacks;
   int64_t skipped_steps = 0;  ///< steps skipped for non-finite gradients
   /// Scratch memory kept across steps and not counted in state_bytes(): the root
-  /// solvers' reusable temporaries (a few stacks of the largest factor size).
+  /// solvers' reusable temporaries (a few stacks of the largest factor size), and
+  /// with a 16-bit preconditioning_precision the rounded roots and two rounded
+  /// copies of the largest gradient stack.
   int64_t workspace_bytes = 0;
   int64_t steps_taken = 0;  ///< step() calls that updated the state (skipped ones not included)
   /// Steps skipped because a finite gradient entry was so large that the float32

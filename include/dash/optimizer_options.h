@@ -82,6 +82,14 @@ struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions>
   /// raises before it changes anything. 0: never (the default). Checked within the
   /// step's one read back; single process only (an error with several ranks).
   TORCH_ARG(int64_t, max_consecutive_root_failures) = 0;
+  /// Operand precision of the preconditioning products L̄ Ĝ R̄ (spec §4 step 7): FP32,
+  /// or BF16, which rounds Ĝ, the roots and each product to bfloat16, for twice the
+  /// matmul rate or more where bfloat16 is native (GPU tensor cores, CPUs with
+  /// AVX512-BF16 or AMX; elsewhere it can be slower: measure). A step's direction is
+  /// then about 0.5 % off the float32 one, more in the first steps
+  /// (docs/benchmarks.md, "bfloat16 preconditioning"). The factors and their roots
+  /// are still computed in float32. FP16 is refused: L̄ Ĝ R̄ can exceed its range.
+  TORCH_ARG(MatmulPrecision, preconditioning_precision) = MatmulPrecision::FP32;
 
  public:
   void serialize(torch::serialize::InputArchive& archive) override;

@@ -21,13 +21,6 @@ std::vector<int64_t> product_sizes(const at::Tensor& a, const at::Tensor& b) {
   return {a.size(0), a.size(1), b.size(2)};
 }
 
-// Below this many multiply-adds per matrix, c is zeroed before a β = 0 baddbmm_
-// off CUDA: LibTorch's CPU backend computes products under 400 multiply-adds in a
-// plain loop that multiplies c by β even when β = 0 (0 · NaN = NaN), where BLAS
-// and cuBLAS do not read c. The margin keeps other versions' cut-offs covered; at
-// that size the zeroing costs nothing.
-constexpr int64_t kSmallProduct = 32 * 32 * 32;
-
 // c ← beta · c + alpha · a @ b by the split GEMMs of stack_blas.h, one triangle of
 // a symmetric product, where they take the stacks (a CPU whose OpenBLAS the stack
 // split controls: one bmm on OpenBLAS's own threads would leave a worker spinning
@@ -49,12 +42,13 @@ bool split_blas_product(
 // or NaN, does not propagate).
 void product_into(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, Product product) {
   if (split_blas_product(c, a, b, alpha, /*beta=*/0.0, product)) return;
-  if (alpha == 1.0) {
-    at::bmm_out(c, a, b);
-    return;
+  // 16-bit products over the cores (oneDNN's one call may have a single thread);
+  // the others in one call, on OpenBLAS's threads.
+  if (is_sixteen_bit(c)) {
+    stack_bmm_out(c, a, b, alpha);
+  } else {
+    bmm_out_scaled(c, a, b, alpha);
   }
-  if (!c.is_cuda() && a.size(1) * a.size(2) * b.size(2) < kSmallProduct) c.zero_();
-  c.baddbmm_(a, b, /*beta=*/0.0, alpha);
 }
 
 // alpha times the 16-bit product of 16-bit operands, in a Scratch buffer of their

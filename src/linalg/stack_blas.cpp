@@ -3,6 +3,7 @@
 #include "linalg/stack_lapack.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/record_function.h>
 #include <c10/core/Device.h>
 
@@ -20,18 +21,49 @@
 
 namespace dash::linalg {
 
-at::Tensor& stack_bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b) {
+namespace {
+
+// Below this many multiply-adds per matrix, out is zeroed before a β = 0
+// baddbmm_ off CUDA: LibTorch's CPU backend computes products under 400
+// multiply-adds in a plain loop that multiplies out by β even when β = 0
+// (0 · NaN = NaN), where BLAS and cuBLAS do not read it. The margin keeps other
+// versions' cut-offs covered; at that size the zeroing costs nothing.
+constexpr int64_t kSmallProduct = 32 * 32 * 32;
+
+// Whether one call is as good as the split: it has too little work to split, or
+// it uses the cores already. OpenBLAS's threads do the float32 and float64
+// products (a stack of fewer matrices than threads is better left to them),
+// ATen's intra-op pool the 16-bit ones (oneDNN): a pool of several threads is
+// left to it, as splitting it would put several threads on one range's core.
+bool one_call_suffices(const at::Tensor& out, const at::Tensor& a, const StackLapackPlan& plan) {
+  const double flops = 2.0 * static_cast<double>(out.numel()) * static_cast<double>(a.size(2));
+  if (plan.workers <= 1 || flops < kMinFlopsPerRange * static_cast<double>(plan.workers)) return true;
+  const bool blas = out.scalar_type() == at::kFloat || out.scalar_type() == at::kDouble;
+  return blas ? plan.workers < plan.blas_threads : at::get_num_threads() > 1;
+}
+
+}  // namespace
+
+void bmm_out_scaled(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, double alpha) {
+  if (alpha == 1.0) {
+    at::bmm_out(out, a, b);
+    return;
+  }
+  if (!out.is_cuda() && a.size(1) * a.size(2) * b.size(2) < kSmallProduct) out.zero_();
+  out.baddbmm_(a, b, /*beta=*/0.0, alpha);
+}
+
+at::Tensor& stack_bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, double alpha) {
   TORCH_CHECK(out.dim() == 3 && a.dim() == 3 && b.dim() == 3 && a.size(0) == out.size(0) && b.size(0) == out.size(0) &&
                   a.size(2) == b.size(1) && out.size(1) == a.size(1) && out.size(2) == b.size(2),
       "dash: stack_bmm_out: ", a.sizes(), " @ ", b.sizes(), " does not fit ", out.sizes());
-  const auto plan = stack_lapack_plan(out.size(0), out.device());
-  const double flops = 2.0 * static_cast<double>(out.numel()) * static_cast<double>(a.size(2));
-  if (plan.workers <= 1 || plan.workers < plan.blas_threads || flops < kMinFlopsPerRange * plan.workers) {
-    return at::bmm_out(out, a, b);
+  if (one_call_suffices(out, a, stack_lapack_plan(out.size(0), out.device()))) {
+    bmm_out_scaled(out, a, b, alpha);
+    return out;
   }
   for_each_stack_range(out, [&](int64_t first, int64_t last) {
     auto range = out.slice(0, first, last);
-    at::bmm_out(range, a.slice(0, first, last), b.slice(0, first, last));
+    bmm_out_scaled(range, a.slice(0, first, last), b.slice(0, first, last), alpha);
   });
   return out;
 }

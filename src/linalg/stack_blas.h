@@ -26,7 +26,18 @@ namespace dash::linalg {
 /// split: within 50 ms of a 2-thread bmm, a stack_syrk() of 324 factors of 256²
 /// took 62–90 ms instead of 44–46, docs/benchmarks.md, "Factor updates with
 /// syrk".) Otherwise, and for work too small to split, one at::bmm_out.
-at::Tensor& stack_bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b);
+///
+/// 16-bit stacks split the same way when ATen's own pool has a single thread
+/// (Debian's LibTorch on this project's machine): LibTorch multiplies them with
+/// oneDNN on that pool, so one call would use one core (on this project's 2-core
+/// CPU, 324 bfloat16 products of 256² ran at 327 GFLOP/s in one call, 599 split).
+/// A wider pool keeps one call, which uses it. `alpha` scales the product inside
+/// the matmul (beta = 0: out is not read).
+at::Tensor& stack_bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, double alpha = 1.0);
+
+/// out = alpha · a @ b in one call (at::bmm_out, or a β = 0 baddbmm_); what out
+/// held is never read, not even where LibTorch's CPU loop for tiny products would.
+void bmm_out_scaled(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, double alpha);
 
 /// Whether stack_gemm() takes `c`, `a` and `b`: (N, m, n), (N, m, k) and (N, k, n)
 /// CPU stacks of one dtype (float32 or float64) with unit column stride, C's

@@ -59,8 +59,22 @@ at::Tensor preconditioned_direction(
   const bool rescale = grafting_for(grafting).rescales_update();
   at::Tensor graft_norm;
   if (rescale) graft_norm = at::linalg_vector_norm(work.graft, 2, {1, 2}, /*keepdim=*/true);
-  linalg::stack_bmm_out(work.product, left_root, work.ghat);
-  auto& u = right_root.defined() ? linalg::stack_bmm_out(work.direction, work.product, right_root) : work.product;
+  at::Tensor u;
+  if (left_root.scalar_type() == work.ghat.scalar_type()) {
+    linalg::stack_bmm_out(work.product, left_root, work.ghat);
+    u = right_root.defined() ? linalg::stack_bmm_out(work.direction, work.product, right_root) : work.product;
+  } else {
+    TORCH_CHECK(work.ghat_operand.defined() && work.ghat_operand.scalar_type() == left_root.scalar_type() &&
+                    work.product_operand.defined() && work.product_operand.scalar_type() == left_root.scalar_type(),
+        "dash: preconditioned_direction: roots in ", left_root.scalar_type(), " need operand buffers of that dtype");
+    // Ĝ is dead once rounded, so U (float32) goes into its buffer, work.direction.
+    work.ghat_operand.copy_(work.ghat);
+    linalg::stack_bmm_out(work.product_operand, left_root, work.ghat_operand);
+    const auto& rounded = right_root.defined()
+                              ? linalg::stack_bmm_out(work.ghat_operand, work.product_operand, right_root)
+                              : work.product_operand;
+    u = work.direction.copy_(rounded);
+  }
   if (!rescale) return scale == 1.0 ? u : u.mul_(scale);
   // The scale rides on the (n, 1, 1) ratio: no pass of its own over U.
   return u.mul_(graft_norm.mul_(scale) / (at::linalg_vector_norm(u, 2, {1, 2}, /*keepdim=*/true) + 1e-16));

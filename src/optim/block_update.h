@@ -39,6 +39,10 @@ struct Workspace {
   at::Tensor graft;
   at::Tensor product;
   at::Tensor direction;
+  /// 16-bit preconditioning only (roots given in 16 bits): Ĝ rounded, then L̄ Ĝ R̄;
+  /// and L̄ Ĝ. Undefined otherwise.
+  at::Tensor ghat_operand{};
+  at::Tensor product_operand{};
 
   /// Fresh buffers shaped like `like`.
   static Workspace like(const at::Tensor& like);
@@ -59,7 +63,11 @@ void grafting_direction(const at::Tensor& grad, MomentState& state, const StepHy
 /// U = L̄ Ĝ R̄ (R̄ undefined: one-sided, U = L̄ Ĝ), rescaled per block to the norm of
 /// P_g when the grafting rescales (all but None): P = U ‖P_g‖_F / (‖U‖_F + 1e-16);
 /// times `scale` (the step passes lr when nothing comes between P and the update).
-/// Uses work.product and work.direction; returns one of them.
+/// Roots in a 16-bit dtype make the products 16-bit ones
+/// (DashOptions::preconditioning_precision): Ĝ is rounded into work.ghat_operand,
+/// each product is rounded too, and U is widened into work.direction, so P is
+/// float32 either way. Uses work.product and work.direction (and the operand
+/// buffers); returns one of them.
 at::Tensor preconditioned_direction(Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root,
     GraftingType grafting, double scale = 1.0);
 

@@ -113,6 +113,11 @@ void check_options(const DashOptions& o) {
   TORCH_CHECK(o.max_consecutive_root_failures() >= 0,
       "dash::Dash: max_consecutive_root_failures must be >= 0 (0 = never raise), got ",
       o.max_consecutive_root_failures());
+  // bfloat16 has float32's exponent range; float16 would overflow where the roots
+  // are large (up to ε^(-1/p)) and Ĝ is not small.
+  TORCH_CHECK(o.preconditioning_precision() != MatmulPrecision::FP16,
+      "dash::Dash: preconditioning_precision fp16 is not supported (L̄ Ĝ R̄ can exceed float16's range of 65504); "
+      "use bf16 or fp32");
   // The roots it will ask for: matrices' and 1-D Shampoo's default, or the override.
   for (int64_t p : {int64_t{4}, int64_t{2}}) {
     check_inverse_root_options(o.exponent_override() > 0 ? o.exponent_override() : p, o.root());

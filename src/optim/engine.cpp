@@ -1,6 +1,7 @@
 #include "optim/engine.h"
 
 #include "common/device_clock.h"
+#include "linalg/batched_matmul.h"
 #include "linalg/stack_reductions.h"
 #include "optim/dash_options.h"
 #include "optim/distributor.h"
@@ -408,6 +409,7 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
   const auto due_count = std::count(due.begin(), due.end(), true);
   if (due_count == 0) return;
   auto& state = factors_[k];
+  state.root_operands_current = false;
   ScopedPhase phase(profile_, Phase::Roots);
   auto root_options = options.root();
   if (root_options.method() == RootMethod::Auto) {
@@ -604,6 +606,25 @@ void Engine::choose_root_method_for(size_t k, const InverseRootOptions& root_opt
   }
 }
 
+const at::Tensor& Engine::preconditioning_roots(size_t k, MatmulPrecision precision) {
+  auto& state = factors_[k];
+  if (precision == MatmulPrecision::FP32) {
+    state.root_operands = at::Tensor();  // the group went back to float32
+    return state.roots;
+  }
+  // One rounding per root computation, not one per step.
+  const auto dtype = linalg::operand_dtype(precision, state.roots.scalar_type());
+  if (!state.root_operands.defined() || state.root_operands.scalar_type() != dtype) {
+    state.root_operands = at::empty_like(state.roots, state.roots.options().dtype(dtype));
+    state.root_operands_current = false;
+  }
+  if (!state.root_operands_current) {
+    state.root_operands.copy_(state.roots);
+    state.root_operands_current = true;
+  }
+  return state.root_operands;
+}
+
 // Steps 5–8 of spec §4 for the chosen blocks; leaves lr · P in state.update.
 void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   const auto& stack = plan_.gradient_stacks[s];
@@ -611,6 +632,12 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   auto& state = stacks_[s];
   auto grad = rows.everything() ? state.grad : gradient_blocks(s, rows);
   auto work = rows.everything() ? Workspace{state.ghat, state.graft, state.grad, state.ghat} : Workspace::like(grad);
+  const auto precision = options.preconditioning_precision();
+  if (precision != MatmulPrecision::FP32) {
+    const auto operands = grad.options().dtype(linalg::operand_dtype(precision, grad.scalar_type()));
+    work.ghat_operand = operand_scratch_.empty(grad.sizes(), operands);
+    work.product_operand = operand_scratch_.empty(grad.sizes(), operands);
+  }
   auto moments = take(state.moments, rows);
   const auto hyper = step_hyper(options);
   {
@@ -631,8 +658,9 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
     ScopedPhase phase(profile_, Phase::Preconditioning);
     if (started_count > 0) {
       auto root_part = [&](int64_t factor_stack, int64_t offset) {
-        return factor_stack < 0 ? at::Tensor()
-                                : rows.take(factors_[factor_stack].roots.narrow(0, offset, stack.count()));
+        return factor_stack < 0
+                   ? at::Tensor()
+                   : rows.take(preconditioning_roots(factor_stack, precision).narrow(0, offset, stack.count()));
       };
       auto preconditioned = preconditioned_direction(work, root_part(stack.left_stack, stack.left_offset),
           root_part(stack.right_stack, stack.right_offset), options.grafting(), lr_in_direction ? options.lr() : 1.0);

@@ -7,6 +7,7 @@
 #include <dash/root_method_choice.h>
 
 #include "blocking/stack_plan.h"
+#include "linalg/scratch.h"
 #include "optim/block_update.h"
 #include "optim/phase_profile.h"
 
@@ -84,6 +85,10 @@ struct FactorStackState {
   /// it was made from (not saved: empty after a checkpoint is loaded).
   RootMethod root_method = RootMethod::Auto;
   std::vector<RootMethodTrial> root_method_trials{};
+  /// The roots rounded to a 16-bit preconditioning_precision, made by the first
+  /// step that needs them after the roots changed (not state, not saved).
+  at::Tensor root_operands{};
+  bool root_operands_current = false;
 };
 
 struct AdamWSegmentState {
@@ -165,6 +170,9 @@ class Engine {
       const std::vector<bool>& due, const std::function<void()>& batched);
   void choose_root_method_for(
       size_t factor_stack, const InverseRootOptions& root_options, const std::vector<bool>& due);
+  /// Factor stack k's roots as operands of the preconditioning products in
+  /// `precision`: the roots themselves in FP32, else their rounded copy.
+  const at::Tensor& preconditioning_roots(size_t factor_stack, MatmulPrecision precision);
   void write_direction(StepContext& context, size_t stack, const Rows& rows);
   void update_adamw_segment(StepContext& context, size_t segment);
   /// W ← W (1 − lr·wd) for every decayed parameter that takes a step (spec §4 step 1).
@@ -184,6 +192,9 @@ class Engine {
   /// The root solvers' temporaries, shared by all factor stacks (one is solved at
   /// a time) and kept across steps: not state, not saved.
   InverseRootWorkspace root_workspace_;
+  /// 16-bit preconditioning's rounded Ĝ and L̄ Ĝ, shared by the gradient stacks (one
+  /// is preconditioned at a time) and kept across steps: not state, not saved.
+  linalg::Scratch operand_scratch_;
 
   // The AdamW segments' gradients and updates, packed one segment after another
   // (segment j starts at segment_offsets_[j]).

@@ -84,7 +84,10 @@ DashDiagnostics Engine::diagnostics(const std::vector<torch::optim::OptimizerPar
   result.steps_taken = steps_taken_;
   result.skipped_steps = skipped_steps_;
   result.overflow_skipped_steps = overflow_skipped_steps_;
-  result.workspace_bytes = root_workspace_.bytes();
+  result.workspace_bytes = root_workspace_.bytes() + operand_scratch_.bytes();
+  for (const auto& factor : factors_) {
+    if (factor.root_operands.defined()) result.workspace_bytes += factor.root_operands.nbytes();
+  }
   return result;
 }
 

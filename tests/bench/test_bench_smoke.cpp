@@ -179,6 +179,30 @@ TEST(BenchSmoke, StepBenchNewtonDBEvaluations) {
   EXPECT_LT(root_flops.at("batched ndb by eigh multi-pi fp32"), 0.3 * root_flops.at("batched ndb multi-pi fp32"));
 }
 
+// --preconditioning-precisions runs each configuration once per precision of
+// L̄ Ĝ R̄; a bfloat16 row's floor counts those FLOPs at the bfloat16 ceiling.
+TEST(BenchSmoke, StepBenchPreconditioningPrecisions) {
+  const auto path = ::testing::TempDir() + "dash_step_bench_preconditioning.json";
+  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "2", "--methods", "evd",
+                "--precisions", "fp32", "--executions", "batched", "--baseline", "0", "--steps", "2",
+                "--preconditioning-precisions", "fp32,bf16", "--json", path}),
+      0);
+  const auto report = read_json(path);
+  std::map<std::string, nlohmann::json> rows;
+  for (const auto& row : report["rows"]) rows[row["configuration"].get<std::string>()] = row;
+  ASSERT_EQ(rows.size(), 3u);
+  const auto& float32 = rows.at("batched evd - fp32");
+  const auto& bfloat16 = rows.at("batched evd - fp32 pc bf16");
+  EXPECT_DOUBLE_EQ(
+      float32["preconditioning_ceiling_gflops"].get<double>(), float32["fp32_ceiling_gflops"].get<double>());
+  const double bf16_ceiling = bfloat16["preconditioning_ceiling_gflops"].get<double>();
+  ASSERT_GT(bf16_ceiling, 0.0);
+  EXPECT_NEAR(bfloat16["floor_ms"].get<double>(),
+      bfloat16["factor_flops"].get<double>() / (bfloat16["fp32_ceiling_gflops"].get<double>() * 1e6) +
+          bfloat16["preconditioning_flops"].get<double>() / (bf16_ceiling * 1e6),
+      1e-9);
+}
+
 TEST(BenchSmoke, SolverBenchWritesRowsWithErrors) {
   const auto path = ::testing::TempDir() + "dash_solver_bench.json";
   ASSERT_EQ(run_solver_bench({"--preset", "tiny", "--methods", "evd,cn", "--reps", "1", "--json", path}), 0);
@@ -284,6 +308,10 @@ TEST(BenchSmoke, BadValuesFailBeforeAnythingIsMeasured) {
     run_step_bench({"--ndb-evaluations", "svd"});
   }),
       HasSubstr("unknown NewtonDB evaluation 'svd'"));
+  EXPECT_THAT(message([] {
+    run_step_bench({"--preconditioning-precisions", "fp16"});
+  }),
+      HasSubstr("preconditioning_precision fp16 is not supported"));
   EXPECT_THAT(message([] {
     run_accuracy_bench({"--minimax-interval-min", "0"});
   }),

@@ -54,6 +54,7 @@ struct StepCase {
   std::string name;
   InverseRootOptions root;
   double tolerance;
+  MatmulPrecision preconditioning = MatmulPrecision::FP32;
 };
 
 // Test names show the case's name, not its bytes.
@@ -81,7 +82,12 @@ TEST_P(CudaSteps, MatchTheCpu) {
     cuda.push_back(p.to(at::kCUDA).set_requires_grad(true));
     p.set_requires_grad(true);
   }
-  auto options = DashOptions(0.01).block_size(16).start_step(2).root_frequency(2).root(test_case.root);
+  auto options = DashOptions(0.01)
+                     .block_size(16)
+                     .start_step(2)
+                     .root_frequency(2)
+                     .root(test_case.root)
+                     .preconditioning_precision(test_case.preconditioning);
   Dash cpu_optimizer(cpu, options);
   Dash cuda_optimizer(cuda, options);
   for (int t = 0; t < 6; ++t) testing::step_twins(cpu, cpu_optimizer, cuda, cuda_optimizer, generator);
@@ -131,6 +137,7 @@ INSTANTIATE_TEST_SUITE_P(RootConfigurations, CudaSteps,
                 .scaling(SpectralScaleOptions().method(Scaling::Frobenius)),
             1e-3},
         StepCase{"chebyshev", InverseRootOptions().method(RootMethod::Chebyshev), 1e-3},
+        StepCase{"evd_preconditioning_bf16", InverseRootOptions().method(RootMethod::EVD), 3e-2, MatmulPrecision::BF16},
         StepCase{"ndb_bf16", InverseRootOptions().method(RootMethod::NewtonDB).precision(MatmulPrecision::BF16), 5e-2},
         StepCase{
             "cn_fp16", InverseRootOptions().method(RootMethod::CoupledNewton).precision(MatmulPrecision::FP16), 5e-2},

@@ -10,12 +10,14 @@
 #include <dash/inverse_root.h>
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cmath>
+#include <iostream>
 #include <limits>
 #include <string>
 #include <utility>
@@ -141,6 +143,36 @@ TEST(StackBlas, BmmOverRangesIsTheProduct) {
   } catch (const c10::Error& error) {
     EXPECT_THAT(error.what_without_backtrace(), HasSubstr("does not fit"));
   }
+}
+
+// bfloat16 stacks (oneDNN in LibTorch, split over the cores when ATen's pool has
+// one thread, as set here) and a scale: alpha · a @ b within bfloat16's rounding
+// of the product, NaN in out not read, and a matrix's product the same whatever
+// the stack's size (the split gives each range to one call of the same kernel).
+TEST(StackBlas, BFloat16BmmOverRangesIsTheScaledProduct) {
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  if (stack_lapack_plan(40, at::Device(at::kCPU)).workers < 2) {
+    std::cout << "no split here (" << stack_lapack_plan(40, at::Device(at::kCPU)).description << "): one call each\n";
+  }
+  at::manual_seed(6);
+  for (int64_t count : {1, 3, 40}) {
+    for (double alpha : {1.0, -0.375}) {
+      const auto a = at::randn({count, 67, 64}).to(at::kBFloat16);
+      const auto b = at::randn({count, 64, 70}).to(at::kBFloat16);
+      auto out = at::full({count, 67, 70}, std::numeric_limits<float>::quiet_NaN(), a.options());
+      stack_bmm_out(out, a, b, alpha);
+      const auto expected = alpha * at::bmm(a.to(at::kDouble), b.to(at::kDouble));
+      const auto error = (out.to(at::kDouble) - expected).abs().max().item<double>();
+      // One rounding of each product to bfloat16 (u = 2⁻⁸), and float32 sums.
+      EXPECT_LE(error, std::ldexp(1.0, -8) * expected.abs().max().item<double>())
+          << "count " << count << " alpha " << alpha;
+      auto alone = at::empty({1, 67, 70}, a.options());
+      stack_bmm_out(alone, a.narrow(0, count - 1, 1), b.narrow(0, count - 1, 1), alpha);
+      EXPECT_TRUE(at::equal(alone[0], out[count - 1])) << "count " << count << " alpha " << alpha;
+    }
+  }
+  at::set_num_threads(threads);
 }
 
 // What this machine's LibTorch links (Debian's pthreads OpenBLAS) has syrk; the

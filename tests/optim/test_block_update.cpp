@@ -268,6 +268,42 @@ TEST_F(BlockUpdate, PreconditionedDirectionTakesTheGraftingNormPerBlock) {
   EXPECT_LE(max_difference(preconditioned_direction(work, left, right, GraftingType::None, 0.25), 0.25 * u), 1e-5);
 }
 
+// Step 7 with bfloat16 operands (preconditioning_precision BF16): the roots come
+// rounded, Ĝ and the products are rounded inside, and P comes back in float32
+// within a few bfloat16 roundings of the float64 formula, both sides and one.
+// The lower bound shows that the products were rounded (a float32 product is
+// ~1e-7 off).
+TEST_F(BlockUpdate, PreconditionedDirectionInBFloat16) {
+  const auto left = random({3, 24, 24});
+  const auto right = random({3, 40, 40});
+  const auto ghat = random({3, 24, 40});
+  const auto graft = random({3, 24, 40});
+  const auto graft_norms = at::linalg_vector_norm(graft.to(at::kDouble), 2, {1, 2}, true);
+  for (bool two_sided : {true, false}) {
+    auto work = Workspace::like(ghat);
+    work.ghat.copy_(ghat);
+    work.graft.copy_(graft);
+    work.ghat_operand = at::empty_like(ghat, ghat.options().dtype(at::kBFloat16));
+    work.product_operand = at::empty_like(work.ghat_operand);
+    auto u = at::matmul(left.to(at::kDouble), ghat.to(at::kDouble));
+    if (two_sided) u = at::matmul(u, right.to(at::kDouble));
+    const auto expected = u * graft_norms / at::linalg_vector_norm(u, 2, {1, 2}, true);
+    const auto direction = preconditioned_direction(
+        work, left.to(at::kBFloat16), two_sided ? right.to(at::kBFloat16) : at::Tensor(), GraftingType::Adam, 0.5);
+    EXPECT_EQ(direction.scalar_type(), at::kFloat);
+    const auto relative = (at::linalg_vector_norm(direction.to(at::kDouble) - 0.5 * expected, 2, {1, 2}) /
+                           at::linalg_vector_norm(0.5 * expected, 2, {1, 2}))
+                              .max()
+                              .item<double>();
+    EXPECT_LE(relative, 4.0 * std::ldexp(1.0, -8)) << "two-sided " << two_sided;
+    EXPECT_GE(relative, 1e-4) << "two-sided " << two_sided;
+  }
+  auto work = Workspace::like(ghat);
+  EXPECT_THROW(
+      preconditioned_direction(work, left.to(at::kBFloat16), right.to(at::kBFloat16), GraftingType::Adam), c10::Error)
+      << "no operand buffers";
+}
+
 // Step 8: B ← μ B + P; heavy ball returns B, Nesterov P + μ B.
 TEST_F(BlockUpdate, MomentumIsHeavyBallOrNesterov) {
   for (bool nesterov : {false, true}) {

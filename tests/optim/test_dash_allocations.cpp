@@ -31,15 +31,20 @@ struct StepAllocations {
 
 // Allocations of each of `steps` optimizer steps on fixed shapes (two matrices
 // that tile into 16×16 blocks, one with ragged edges, one vector).
-std::vector<StepAllocations> allocations_per_step(
-    const InverseRootOptions& root, int64_t steps, const at::Device& device) {
+std::vector<StepAllocations> allocations_per_step(const InverseRootOptions& root, int64_t steps,
+    const at::Device& device, MatmulPrecision preconditioning = MatmulPrecision::FP32) {
   std::vector<at::Tensor> params;
   for (const auto& shape : std::vector<std::vector<int64_t>>{{64, 48}, {40, 37}, {32}}) {
     params.push_back(at::randn(shape, at::TensorOptions().device(device)).set_requires_grad(true));
   }
   // Batched: Execution::Auto's one-off timing would add a few solves to one root step.
-  Dash optimizer(params,
-      DashOptions(1e-3).block_size(16).start_step(1).root_frequency(4).root(root).execution(Execution::Batched));
+  Dash optimizer(params, DashOptions(1e-3)
+                             .block_size(16)
+                             .start_step(1)
+                             .root_frequency(4)
+                             .root(root)
+                             .execution(Execution::Batched)
+                             .preconditioning_precision(preconditioning));
   std::vector<StepAllocations> result;
   for (int64_t step = 0; step < steps; ++step) {
     for (auto& p : params) p.mutable_grad() = at::randn_like(p);
@@ -103,6 +108,19 @@ INSTANTIATE_TEST_SUITE_P(IterativeMethods, StepAllocationsTest,
                                                                : "chebyshev") +
              (std::get<1>(info.param) == c10::DeviceType::CUDA ? "_cuda" : "_cpu");
     });
+
+// bfloat16 preconditioning keeps its rounded Ĝ, L̄ Ĝ and roots across steps: after
+// the first steps, a non-root step allocates nothing the size of a block, and
+// every step allocates as many tensors as the same kind of step before it.
+TEST(StepAllocations, BFloat16PreconditioningReusesItsBuffers) {
+  const auto steps = allocations_per_step(
+      InverseRootOptions().method(RootMethod::EVD), 10, at::Device(at::kCPU), MatmulPrecision::BF16);
+  std::cout << describe(steps);
+  for (size_t i = 5; i < steps.size(); ++i) {
+    if (i % 4 != 0) EXPECT_LT(steps[i].largest, 16 * 16 * 2) << "step " << i + 1;  // a bfloat16 block
+    EXPECT_EQ(steps[i].count, steps[i - 4].count) << "step " << i + 1;
+  }
+}
 
 // The solver alone, in every precision: with a warm workspace the iterations
 // allocate nothing per step — dash's code, that is: LibTorch's CPU bf16 bmm

@@ -95,6 +95,13 @@ TEST(DashCheckpoint, ResumeWithWarmStartedEigenbasesIsBitIdentical) {
   EXPECT_GT(warm_or_kept, 0) << "no root used a saved basis: the test would not see a lost one";
 }
 
+// The rounded roots of bfloat16 preconditioning are not saved: the resumed run
+// rounds the loaded float32 roots, as the uninterrupted one rounded them after
+// their computation, and the option itself comes back from the file.
+TEST(DashCheckpoint, ResumeWithBFloat16PreconditioningIsBitIdentical) {
+  expect_resume_is_bit_identical(options().preconditioning_precision(MatmulPrecision::BF16), "bf16_preconditioning");
+}
+
 // Steps a model, fails to load `path` into its optimizer, steps on: the parameters
 // must equal those of a twin that never tried to load.
 void expect_failed_load_changes_nothing(

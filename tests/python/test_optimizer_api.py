@@ -483,6 +483,17 @@ def test_warm_started_eigenbases_are_reachable_from_python_and_counted():
         dash.Dash(make_params(), eigen_refresh_tolerance=2.0)
 
 
+def reloaded(optimizer, **options):
+    """A new optimizer over new parameters, built with `options` and loaded with the
+    state dict of `optimizer` through torch.save and torch.load."""
+    buffer = io.BytesIO()
+    torch.save(optimizer.state_dict(), buffer)
+    buffer.seek(0)
+    loaded = dash.Dash(make_params(), lr=0.01, **options)
+    loaded.load_state_dict(torch.load(buffer))
+    return loaded
+
+
 def test_newton_db_by_eigh_trains_as_newton_db_and_survives_a_state_dict():
     # Frobenius scaling: the same scale in both evaluations, so the parameters differ
     # by float32 rounding only; a different root would be off by O(1).
@@ -496,12 +507,26 @@ def test_newton_db_by_eigh_trains_as_newton_db_and_survives_a_state_dict():
             apply_step(optimizer, params, gradients)
         results[evaluation] = flat(params)
     torch.testing.assert_close(results["eigh"], results["matmuls"], rtol=1e-3, atol=1e-4)
-    buffer = io.BytesIO()
-    torch.save(optimizer.state_dict(), buffer)
-    buffer.seek(0)
-    loaded = dash.Dash(make_params(), lr=0.01, **options)
-    loaded.load_state_dict(torch.load(buffer))
-    assert loaded.param_groups[0]["newton_db_evaluation"] == "eigh"
+    assert reloaded(optimizer, **options).param_groups[0]["newton_db_evaluation"] == "eigh"
+
+
+def test_bf16_preconditioning_moves_as_fp32_up_to_rounding_and_survives_a_state_dict():
+    # Fixed gradients: the factors and roots are the same in both runs, so only the
+    # rounding of L̄ Ĝ R̄ to bfloat16 (u = 2⁻⁸) separates the parameters' moves.
+    moves = {}
+    for precision in ("fp32", "bf16"):
+        params = make_params()
+        start = flat(params)
+        optimizer = dash.Dash(params, lr=0.01, **OPTIONS, preconditioning_precision=precision)
+        assert optimizer.param_groups[0]["preconditioning_precision"] == precision
+        for gradients in fixed_gradients(params, 6):
+            apply_step(optimizer, params, gradients)
+        moves[precision] = flat(params) - start
+    relative = ((moves["bf16"] - moves["fp32"]).norm() / moves["fp32"].norm()).item()
+    assert 1e-5 < relative < 2e-2
+    assert reloaded(optimizer, **OPTIONS).param_groups[0]["preconditioning_precision"] == "bf16"
+    with pytest.raises(ValueError, match="preconditioning_precision fp16 is not supported"):
+        dash.Dash(make_params(), preconditioning_precision="fp16")
 
 
 def test_root_method_auto_reports_its_choice_per_factor_stack():
