@@ -75,6 +75,18 @@ void DashOptions::serialize(torch::serialize::InputArchive& archive) {
   loaded.root(root_options);
   loaded.adamw_betas(std::make_tuple(read<double>(archive, "adamw_beta1", std::get<0>(loaded.adamw_betas())),
       read<double>(archive, "adamw_beta2", std::get<1>(loaded.adamw_betas()))));
+  // Checkpoints written before ε had to be a normal float32 number may hold one in
+  // (0, FLT_MIN): in the float32 statistics it was subnormal or flushed to 0, so
+  // FLT_MIN changes what they computed only where that ε made 0/0.
+  auto raise_subnormal = [](double eps, const char* name) {
+    constexpr double smallest = std::numeric_limits<float>::min();
+    if (!(eps > 0.0 && eps < smallest)) return eps;
+    TORCH_WARN("dash::Dash: the checkpoint's ", name, " ", eps, " is below float32's smallest normal number; using ",
+        smallest, " (it must be at least that since dash checks it)");
+    return smallest;
+  };
+  loaded.eps_graft(raise_subnormal(loaded.eps_graft(), "eps_graft"));
+  loaded.adamw_eps(raise_subnormal(loaded.adamw_eps(), "adamw_eps"));
   optim::check_options(loaded);
   *this = loaded;
 }

@@ -2,6 +2,8 @@
 
 #include <dash/optimizer.h>
 
+#include "support/captured_warnings.h"
+
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <gmock/gmock.h>
@@ -10,6 +12,8 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
+#include <sstream>
 #include <string>
 
 namespace dash {
@@ -93,6 +97,37 @@ TEST(DashCheckpoint, ResumeWithWarmStartedEigenbasesIsBitIdentical) {
   int64_t warm_or_kept = 0;
   for (const auto& stack : diagnostics.factor_stacks) warm_or_kept += stack.roots_kept + stack.roots_warm_started;
   EXPECT_GT(warm_or_kept, 0) << "no root used a saved basis: the test would not see a lost one";
+}
+
+// A checkpoint from before ε had to be a normal float32 number, with an ε below
+// FLT_MIN (subnormal, or 0 where flushed, in the float32 statistics), loads with ε
+// raised to FLT_MIN and a warning naming the option; a checkpoint's ε of 0 (never
+// accepted) is still an error.
+TEST(DashCheckpoint, SubnormalEpsilonOfAnOlderCheckpointIsRaisedWithAWarning) {
+  auto load_options = [](const DashOptions& written) {
+    torch::serialize::OutputArchive archive;
+    written.serialize(archive);
+    std::ostringstream bytes;
+    archive.save_to(bytes);
+    torch::serialize::InputArchive input;
+    std::istringstream stream(bytes.str());
+    input.load_from(stream);
+    DashOptions loaded;
+    loaded.serialize(input);
+    return loaded;
+  };
+  std::string warnings;
+  {
+    testing::CapturedWarnings captured;
+    const auto loaded = load_options(DashOptions().eps_graft(1e-40).adamw_eps(1e-39));
+    warnings = captured.text();
+    EXPECT_EQ(loaded.eps_graft(), static_cast<double>(std::numeric_limits<float>::min()));
+    EXPECT_EQ(loaded.adamw_eps(), static_cast<double>(std::numeric_limits<float>::min()));
+  }
+  EXPECT_THAT(warnings, ::testing::HasSubstr("eps_graft 1e-40 is below float32's smallest normal number"));
+  EXPECT_THAT(warnings, ::testing::HasSubstr("adamw_eps"));
+  EXPECT_EQ(load_options(DashOptions().eps_graft(1e-8)).eps_graft(), 1e-8) << "a normal ε is kept as it is";
+  EXPECT_THROW(load_options(DashOptions().eps_graft(0.0)), c10::Error);
 }
 
 // The rounded roots of bfloat16 preconditioning are not saved: the resumed run
