@@ -82,7 +82,7 @@ void DashOptions::serialize(torch::serialize::InputArchive& archive) {
     constexpr double smallest = std::numeric_limits<float>::min();
     if (!(eps > 0.0 && eps < smallest)) return eps;
     TORCH_WARN("dash::Dash: the checkpoint's ", name, " ", eps, " is below float32's smallest normal number; using ",
-        smallest, " (it must be at least that since dash checks it)");
+        smallest, ", the least dash now accepts");
     return smallest;
   };
   loaded.eps_graft(raise_subnormal(loaded.eps_graft(), "eps_graft"));

@@ -28,9 +28,7 @@ class CapturedWarnings : public c10::WarningHandler {
   std::string text_;
   c10::WarningUtils::WarningHandlerGuard guard_;
 #else
-  void process(const c10::SourceLocation&, const std::string& message, const bool) override {
-    text_ += message + "\n";
-  }
+  void process(const c10::SourceLocation&, const std::string& message, const bool) override { text_ += message + "\n"; }
 
  private:
   std::string text_;
