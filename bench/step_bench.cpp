@@ -108,6 +108,20 @@ double stack_ceiling(const Dash& optimizer, MatmulPrecision precision, const at:
   return seconds > 0.0 ? flops / seconds / 1e9 : 0.0;
 }
 
+// The precisions whose bmm ceilings a configuration's figures need: float32 (the
+// factor updates), the roots' and the preconditioning's.
+std::set<MatmulPrecision> precisions_in_use(const DashOptions& options) {
+  return {MatmulPrecision::FP32, options.root().precision(), options.preconditioning_precision()};
+}
+
+// Raises m's ceilings to those of `ceilings` (per precision, covering precisions_in_use()).
+void take_ceilings(Measurement& m, const DashOptions& options, const std::map<MatmulPrecision, double>& ceilings) {
+  m.ceiling_gflops = std::max(m.ceiling_gflops, ceilings.at(options.root().precision()));
+  m.fp32_ceiling_gflops = std::max(m.fp32_ceiling_gflops, ceilings.at(MatmulPrecision::FP32));
+  m.preconditioning_ceiling_gflops =
+      std::max(m.preconditioning_ceiling_gflops, ceilings.at(options.preconditioning_precision()));
+}
+
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values.empty() ? 0.0 : values[values.size() / 2];
@@ -178,15 +192,11 @@ Measurement finish_run(Run& run, const at::Device& device, int steps, bool profi
   auto& dash = static_cast<Dash&>(*run.optimizer);
   count_step_flops(dash, device, result);
   result.flops = dash_step_flops(dash, run.config.options, result, device);
-  // One measurement per precision in use.
-  std::map<MatmulPrecision, double> ceiling;
-  const auto ceiling_in = [&](MatmulPrecision precision) {
-    auto found = ceiling.find(precision);
-    return found != ceiling.end() ? found->second : (ceiling[precision] = stack_ceiling(dash, precision, device));
-  };
-  result.ceiling_gflops = ceiling_in(run.config.options.root().precision());
-  result.fp32_ceiling_gflops = ceiling_in(MatmulPrecision::FP32);
-  result.preconditioning_ceiling_gflops = ceiling_in(run.config.options.preconditioning_precision());
+  std::map<MatmulPrecision, double> ceilings;
+  for (const auto precision : precisions_in_use(run.config.options)) {
+    ceilings[precision] = stack_ceiling(dash, precision, device);
+  }
+  take_ceilings(result, run.config.options, ceilings);
   result.state_bytes = dash.state_bytes();
   const auto diagnostics = dash.diagnostics();  // reads counters back from the device: once
   result.workspace_bytes = diagnostics.workspace_bytes;
@@ -260,8 +270,7 @@ std::vector<Measurement> measure_all(const std::vector<Configuration>& configs, 
     std::set<MatmulPrecision> measured;
     for (auto& run : runs) {
       if (run.config.adamw) continue;
-      for (const auto precision : {MatmulPrecision::FP32, run.config.options.root().precision(),
-               run.config.options.preconditioning_precision()}) {
+      for (const auto precision : precisions_in_use(run.config.options)) {
         if (!measured.insert(precision).second) continue;
         auto& best = best_ceiling[precision];
         best = std::max(best, stack_ceiling(static_cast<Dash&>(*run.optimizer), precision, device));
@@ -271,11 +280,7 @@ std::vector<Measurement> measure_all(const std::vector<Configuration>& configs, 
   for (auto& run : runs) {
     results.push_back(finish_run(run, device, steps, profile));
     if (!run.config.adamw) {
-      auto& m = results.back();
-      m.ceiling_gflops = std::max(m.ceiling_gflops, best_ceiling[run.config.options.root().precision()]);
-      m.fp32_ceiling_gflops = std::max(m.fp32_ceiling_gflops, best_ceiling[MatmulPrecision::FP32]);
-      m.preconditioning_ceiling_gflops =
-          std::max(m.preconditioning_ceiling_gflops, best_ceiling[run.config.options.preconditioning_precision()]);
+      take_ceilings(results.back(), run.config.options, best_ceiling);
     }
   }
   return results;

@@ -610,13 +610,14 @@ const at::Tensor& Engine::preconditioning_roots(size_t k, MatmulPrecision precis
   auto& state = factors_[k];
   if (precision == MatmulPrecision::FP32) {
     state.root_operands = at::Tensor();  // the group went back to float32
+    state.root_operands_current = false;
     return state.roots;
   }
-  // One rounding per root computation, not one per step.
-  const auto dtype = linalg::operand_dtype(precision, state.roots.scalar_type());
-  if (!state.root_operands.defined() || state.root_operands.scalar_type() != dtype) {
-    state.root_operands = at::empty_like(state.roots, state.roots.options().dtype(dtype));
-    state.root_operands_current = false;
+  // One rounding per root computation, not one per step. (BF16 is the one 16-bit
+  // preconditioning precision: check_options refuses FP16.)
+  if (!state.root_operands.defined()) {
+    state.root_operands = at::empty_like(
+        state.roots, state.roots.options().dtype(linalg::operand_dtype(precision, state.roots.scalar_type())));
   }
   if (!state.root_operands_current) {
     state.root_operands.copy_(state.roots);
