@@ -36,19 +36,21 @@ struct Variant {
 };
 
 // "ndb" is the paper's NewtonDB (Newton–Schulz steps); "ndb-minimax3"/"ndb-minimax5"
-// its per-step minimax polynomials.
+// its per-step minimax polynomials. Each is its matmul iteration, whose steps the
+// sweep counts, on any device.
 Variant variant(const std::string& name, double minimax_interval_min) {
+  const auto iteration = NewtonDBOptions().evaluation(NewtonDBEvaluation::Matmuls);
   const std::string prefix = "ndb-";
   if (name.rfind(prefix, 0) == 0) {
     return {name, InverseRootOptions()
                       .method(RootMethod::NewtonDB)
-                      .newton_db(NewtonDBOptions()
+                      .newton_db(NewtonDBOptions(iteration)
                                      .polynomial(parse_newton_db_polynomial(name.substr(prefix.size())))
                                      .interval_min(minimax_interval_min))};
   }
   const auto method = parse_root_method(name);
   if (method == RootMethod::EVD) throw std::invalid_argument("--methods: evd has no step count to sweep");
-  return {name, InverseRootOptions().method(method)};
+  return {name, InverseRootOptions().method(method).newton_db(iteration)};
 }
 
 // The effort knob of a method: Newton steps, or the Chebyshev degree (2 per sweep step,

@@ -139,11 +139,13 @@ struct Row {
 
 Row solve_from_scratch(const Configuration& config, const Shape& shape, const Inputs& inputs, const Settings& settings,
     const std::map<MatmulPrecision, double>& ceilings) {
+  // NewtonDB as the matmul iteration everywhere: by eigh it would be EVD's row.
   auto solver = InverseRootOptions()
                     .method(config.method)
                     .precision(config.precision)
                     .epsilon(settings.epsilon)
-                    .scaling(SpectralScaleOptions().method(config.scaling));
+                    .scaling(SpectralScaleOptions().method(config.scaling))
+                    .newton_db(NewtonDBOptions().evaluation(NewtonDBEvaluation::Matmuls));
   const bool uses_scaling = config.method != RootMethod::EVD;
   Row row{to_string(config.method), uses_scaling ? to_string(config.scaling) : "-", config.precision};
   row.timing =

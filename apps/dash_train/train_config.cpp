@@ -83,7 +83,9 @@ const std::vector<Key>& keys() {
       {"minimax_interval_min", &TrainConfig::minimax_interval_min,
           "ndb minimax: lower end of the normalised spectrum the polynomials are made for", true},
       {"ndb_evaluation", &TrainConfig::ndb_evaluation,
-          "ndb: matmuls (the coupled iteration) or eigh (the same function of the eigenvalues, at EVD's cost)", true},
+          "ndb: matmuls (the coupled iteration), eigh (the same function of the eigenvalues, at EVD's cost) or auto "
+          "(eigh on a CPU in fp32, matmuls elsewhere)",
+          true},
       {"preconditioning_precision", &TrainConfig::preconditioning_precision,
           "fp32 or bf16 operands of the preconditioning products L̄ Ĝ R̄", true},
       {"auto_max_error", &TrainConfig::auto_max_error,

@@ -72,7 +72,8 @@ struct TrainConfig {
   int64_t eigen_warm_iterations = 1;
   std::string ndb_polynomial = "newton-schulz";
   double minimax_interval_min = 1e-6;
-  std::string ndb_evaluation = "matmuls";  ///< ndb: matmuls (the iteration) or eigh (its function of the eigenvalues)
+  std::string ndb_evaluation =
+      "auto";  ///< ndb: matmuls (the iteration), eigh (its function of the eigenvalues) or auto
   std::string preconditioning_precision = "fp32";  ///< L̄ Ĝ R̄ in fp32 or bf16
   double auto_max_error = 0.5;                     ///< root_method auto
   double beta_factor = 0.95;

@@ -13,6 +13,7 @@
 // Python's dash.Dash and dash.inverse_root take the same options as flat keywords
 // (newton_steps, power_vectors, ...; docs/python.md lists the mapping).
 
+#include <c10/core/Device.h>
 #include <torch/arg.h>
 
 #include <cstdint>
@@ -69,6 +70,8 @@ enum class NewtonDBEvaluation {
   Matmuls,  ///< the coupled iteration on the matrices (the paper's; matmuls only)
   Eigh,     ///< one eigh, then the scalar iteration on the eigenvalues: NewtonDB's
             ///< root at EVD's cost, for devices where eigh is cheaper than the matmuls
+  Auto,     ///< whichever of the two is faster where the matrices are:
+            ///< resolve_newton_db_evaluation()
 };
 
 /// Precision of the matmul inputs. In 16-bit modes the operands (and, as on a GPU,
@@ -113,8 +116,8 @@ struct NewtonDBOptions {
   /// Eigenvalues below ℓ·s converge more slowly, and come out regularised (less
   /// than their true inverse root) when the steps run out; a larger ℓ needs fewer steps.
   TORCH_ARG(double, interval_min) = 1e-6;
-  /// Matmuls (the iteration itself), or Eigh (its function of the eigenvalues).
-  TORCH_ARG(NewtonDBEvaluation, evaluation) = NewtonDBEvaluation::Matmuls;
+  /// Matmuls (the iteration itself), Eigh (its function of the eigenvalues), or Auto.
+  TORCH_ARG(NewtonDBEvaluation, evaluation) = NewtonDBEvaluation::Auto;
 };
 
 /// RootMethod::Chebyshev.
@@ -177,6 +180,14 @@ void check_solver_options(const SpectralScaleOptions& options);
 /// compute; inverse_root() runs this check itself.
 void check_inverse_root_options(int64_t p, const InverseRootOptions& options);
 
+/// The evaluation NewtonDB runs for matrices on `device`: Matmuls or Eigh as set, and
+/// for NewtonDBEvaluation::Auto Eigh on a CPU in FP32 precision, Matmuls elsewhere.
+/// A CPU's eigh costs less than NewtonDB's ~50 matmuls (0.59× the optimizer step on
+/// this project's 2-core machine, docs/results.md "NewtonDB by eigh"); a GPU's is
+/// slower than all of them ("GPU", docs/benchmarks.md); and a 16-bit precision asks
+/// for 16-bit matmuls, which eigh would not run.
+NewtonDBEvaluation resolve_newton_db_evaluation(const InverseRootOptions& options, const c10::Device& device);
+
 // Names, for command lines, config files and reports: to_string() gives the
 // canonical one; parse_*() is case-insensitive and rejects an unknown name with
 // the list of valid ones (c10::Error).
@@ -194,7 +205,7 @@ EigenHeuristic parse_eigen_heuristic(const std::string& name);
 Scaling parse_scaling(const std::string& name);
 /// "newton-schulz", "minimax3", "minimax5".
 NewtonDBPolynomial parse_newton_db_polynomial(const std::string& name);
-/// "matmuls", "eigh".
+/// "matmuls", "eigh", "auto".
 NewtonDBEvaluation parse_newton_db_evaluation(const std::string& name);
 /// "fp32", "fp16", "bf16".
 MatmulPrecision parse_matmul_precision(const std::string& name);

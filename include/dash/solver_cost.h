@@ -12,7 +12,9 @@ namespace dash {
 /// FLOPs of inverse_root() on a stack of `count` (b × b) matrices, counting
 /// matmuls at 2·m·n·k; elementwise work is left out. EVD uses the textbook
 /// 9·b³ for a symmetric eigendecomposition with vectors, plus the reconstruction.
-/// Iterative solvers count their fixed steps (an early stop does fewer).
+/// Iterative solvers count their fixed steps (an early stop does fewer). NewtonDB
+/// counts as its matmul iteration unless its evaluation is Eigh (Auto is resolved by
+/// the overload below, which knows the device).
 double inverse_root_flops(int64_t count, int64_t b, int64_t p, const InverseRootOptions& options = {});
 
 /// The FLOPs inverse_root() runs on `device`: as above, except where that device
@@ -21,7 +23,8 @@ double inverse_root_flops(int64_t count, int64_t b, int64_t p, const InverseRoot
 /// Y·E and E·Z (not its Z·Y) are products of two polynomials in the same matrix,
 /// run as GEMMs on column panels of the lower triangle ((b + w)/(2b) of a GEMM
 /// where w divides b; w = b/8 rounded up to a multiple of 16, clamped to 32…128),
-/// and EVD's Q diag Qᵀ is a syrk (b²(b + 1)). A
+/// and EVD's Q diag Qᵀ is a syrk (b²(b + 1)). NewtonDB counts as it runs on that
+/// device (resolve_newton_db_evaluation()). A
 /// benchmark divides by this to compare its time with the matmul ceiling.
 double inverse_root_flops(
     int64_t count, int64_t b, int64_t p, const InverseRootOptions& options, const at::Device& device);

@@ -63,9 +63,11 @@ void raise_to_sixteen_bit_floor(at::Tensor& normalized, const at::Tensor& epsilo
   raise_regularisation(normalized, epsilon, 0.5 * linalg::operand_roundoff(precision));
 }
 
-// NewtonDB evaluated on the eigenvalues from one eigh (NewtonDBEvaluation::Eigh).
-bool newton_db_by_eigh(const InverseRootOptions& options) {
-  return options.method() == RootMethod::NewtonDB && options.newton_db().evaluation() == NewtonDBEvaluation::Eigh;
+// NewtonDB evaluated on the eigenvalues from one eigh (NewtonDBEvaluation::Eigh, or
+// Auto where that is the faster).
+bool newton_db_by_eigh(const InverseRootOptions& options, const at::Device& device) {
+  return options.method() == RootMethod::NewtonDB &&
+         resolve_newton_db_evaluation(options, device) == NewtonDBEvaluation::Eigh;
 }
 
 // ε_rel·λ_max in normalised units for the iterative solvers: their scale s is
@@ -110,7 +112,7 @@ at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int
     case RootMethod::CoupledNewton:
       return linalg::coupled_newton_root(normalized, p, options.newton(), options.precision(), scratch);
     case RootMethod::NewtonDB:
-      if (newton_db_by_eigh(options)) {
+      if (newton_db_by_eigh(options, normalized.device())) {
         auto vectors = linalg::column_major_view(scratch.empty_like(normalized));
         const auto values = linalg::batched_eigh(normalized, vectors);
         auto function_values = linalg::newton_db_eigenvalue_root(values, epsilon, p, options.newton(),
@@ -153,7 +155,7 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
 
   // Solutions from eigenvalues need no spectral bound, only a scale that keeps
   // entries near 1 (NewtonDB's scale then comes from the eigenvalues themselves).
-  const bool from_eigenvalues = evd || newton_db_by_eigh(options);
+  const bool from_eigenvalues = evd || newton_db_by_eigh(options, a.device());
   auto scale = from_eigenvalues ? linalg::largest_magnitude(normalized)
                                 : linalg::spectral_scale(normalized, options.scaling(), options.precision(), scratch);
   // With ε added, λ_max ≥ ε; the floor only matters for an all-zero block at ε = 0.

@@ -40,6 +40,7 @@ const common::NameTable<NewtonDBPolynomial> kNewtonDBPolynomials = {
 const common::NameTable<NewtonDBEvaluation> kNewtonDBEvaluations = {
     {"matmuls", NewtonDBEvaluation::Matmuls},
     {"eigh", NewtonDBEvaluation::Eigh},
+    {"auto", NewtonDBEvaluation::Auto},
 };
 const common::NameTable<MatmulPrecision> kPrecisions = {
     {"fp32", MatmulPrecision::FP32},

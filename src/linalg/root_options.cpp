@@ -84,7 +84,7 @@ void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
       "dash::inverse_root: NewtonDB computes roots p = 1 or a power of two, got p = ", p);
   if (options.method() == RootMethod::NewtonDB &&
       options.newton_db().polynomial() != NewtonDBPolynomial::NewtonSchulz &&
-      options.newton_db().evaluation() == NewtonDBEvaluation::Matmuls && options.precision() != MatmulPrecision::FP32) {
+      options.newton_db().evaluation() != NewtonDBEvaluation::Eigh && options.precision() != MatmulPrecision::FP32) {
     // Measured (docs/benchmarks.md, "Accuracy per matmul"): the minimax steps lift
     // small eigenvalues 5–8× per step, and 16-bit rounding of Z·Y with them; the
     // coupled iteration does not correct the drift.
@@ -93,6 +93,13 @@ void check_inverse_root_options(int64_t p, const InverseRootOptions& options) {
         "(measured relative errors up to 0.6 at condition 1e2, where Newton-Schulz reaches 8e-3); "
         "use them with fp32");
   }
+}
+
+NewtonDBEvaluation resolve_newton_db_evaluation(const InverseRootOptions& options, const c10::Device& device) {
+  const auto evaluation = options.newton_db().evaluation();
+  if (evaluation != NewtonDBEvaluation::Auto) return evaluation;
+  return device.is_cpu() && options.precision() == MatmulPrecision::FP32 ? NewtonDBEvaluation::Eigh
+                                                                         : NewtonDBEvaluation::Matmuls;
 }
 
 }  // namespace dash

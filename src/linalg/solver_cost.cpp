@@ -79,9 +79,10 @@ double eigen_root_flops(double matmul, double reconstruction) { return 9.0 / 2.0
 
 // FLOPs of one b × b inverse root whose symmetric solver products cost `product`
 // each (a GEMM, 2b³, where they are not computed one triangle at a time) and whose
-// eigen-reconstruction Q diag Qᵀ costs `reconstruction`.
-double per_matrix_flops(
-    int64_t b, int64_t p, const InverseRootOptions& options, double product, double reconstruction) {
+// eigen-reconstruction Q diag Qᵀ costs `reconstruction`; NewtonDB evaluated as
+// `evaluation` (Matmuls or Eigh).
+double per_matrix_flops(int64_t b, int64_t p, const InverseRootOptions& options, double product, double reconstruction,
+    NewtonDBEvaluation evaluation) {
   const double matmul = gemm_flops(b);
   switch (options.method()) {
     case RootMethod::EVD:
@@ -92,7 +93,7 @@ double per_matrix_flops(
              product * static_cast<double>(options.newton().steps() * (1 + power_times_matmuls(p)) - 1);
     case RootMethod::NewtonDB: {
       // Its eigenvalue evaluation is EVD's work: the scalar recurrences are O(b) each.
-      if (options.newton_db().evaluation() == NewtonDBEvaluation::Eigh) return eigen_root_flops(matmul, reconstruction);
+      if (evaluation == NewtonDBEvaluation::Eigh) return eigen_root_flops(matmul, reconstruction);
       const auto matmuls = newton_db_matmuls(p, options);
       return scaling_flops(b, options) + matmul * static_cast<double>(matmuls.whole) +
              product * static_cast<double>(matmuls.symmetric);
@@ -115,7 +116,10 @@ void check_counts(int64_t count, int64_t b, int64_t p) {
 
 double inverse_root_flops(int64_t count, int64_t b, int64_t p, const InverseRootOptions& options) {
   check_counts(count, b, p);
-  return static_cast<double>(count) * per_matrix_flops(b, p, options, gemm_flops(b), gemm_flops(b));
+  // Without a device, Auto counts as the paper's iteration.
+  const auto evaluation = options.newton_db().evaluation() == NewtonDBEvaluation::Eigh ? NewtonDBEvaluation::Eigh
+                                                                                       : NewtonDBEvaluation::Matmuls;
+  return static_cast<double>(count) * per_matrix_flops(b, p, options, gemm_flops(b), gemm_flops(b), evaluation);
 }
 
 double inverse_root_flops(
@@ -128,7 +132,8 @@ double inverse_root_flops(
                              : gemm_flops(b);
   const double reconstruction =
       full_precision && linalg::stack_syrk_plan(device).one_triangle ? bd * bd * (bd + 1.0) : gemm_flops(b);
-  return static_cast<double>(count) * per_matrix_flops(b, p, options, product, reconstruction);
+  return static_cast<double>(count) *
+         per_matrix_flops(b, p, options, product, reconstruction, resolve_newton_db_evaluation(options, device));
 }
 
 }  // namespace dash

@@ -77,6 +77,7 @@ DashDiagnostics Engine::diagnostics(const std::vector<torch::optim::OptimizerPar
     const bool auto_method = options.root().method() == RootMethod::Auto;
     entry.root_method = auto_method ? state.root_method : options.root().method();
     if (auto_method) entry.root_method_trials = state.root_method_trials;
+    entry.newton_db_evaluation = resolve_newton_db_evaluation(options.root(), state.factors.device());
   }
   for (const auto& stack : plan_.gradient_stacks) {
     result.block_stacks.push_back({stack.group, stack.rows, stack.cols, stack.count(), stack.one_sided});

@@ -72,6 +72,7 @@ py::dict diagnostics_dict(const Dash& optimizer) {
     entry["roots_recomputed"] = stack.roots_recomputed;
     entry["root_method"] = to_string(stack.root_method);
     entry["root_method_trials"] = trials_list(stack.root_method_trials);
+    entry["newton_db_evaluation"] = to_string(stack.newton_db_evaluation);
     factor_stacks.append(entry);
   }
   py::list block_stacks;

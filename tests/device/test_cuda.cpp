@@ -3,6 +3,7 @@
 
 #include <dash/dash.h>
 
+#include "support/solver_options.h"
 #include "support/spd_matrices.h"
 #include "support/twin_steps.h"
 
@@ -37,7 +38,7 @@ TEST_F(Cuda, SolversMatchTheCpu) {
   auto cuda_input = cpu_input.to(at::kCUDA);
   for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
     for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16}) {
-      auto options = InverseRootOptions().method(method).precision(precision).chebyshev(
+      auto options = dash::testing::solver_options(method).precision(precision).chebyshev(
           ChebyshevOptions().interval_min(1.0 / 202));
       auto on_cuda = inverse_root_with_diagnostics(cuda_input, 4, options);
       ASSERT_TRUE(on_cuda.root.is_cuda());
@@ -122,29 +123,44 @@ TEST_P(CudaSteps, MatchTheCpu) {
 // another method on CUDA than on the CPU (it times them on the device), so its
 // bound is the gap between methods that meet its accuracy target.
 INSTANTIATE_TEST_SUITE_P(RootConfigurations, CudaSteps,
-    ::testing::Values(StepCase{"evd", InverseRootOptions().method(RootMethod::EVD), 1e-3},
-        StepCase{"evd_warm", InverseRootOptions().method(RootMethod::EVD).eigen(EigenOptions().refresh_tolerance(0.05)),
-            1e-3},
-        StepCase{"ndb_multi_pi", InverseRootOptions().method(RootMethod::NewtonDB), 1e-3},
+    ::testing::Values(StepCase{"evd", dash::testing::solver_options(RootMethod::EVD), 1e-3},
+        StepCase{"evd_warm",
+            dash::testing::solver_options(RootMethod::EVD).eigen(EigenOptions().refresh_tolerance(0.05)), 1e-3},
+        StepCase{"ndb_multi_pi", dash::testing::solver_options(RootMethod::NewtonDB), 1e-3},
         StepCase{"ndb_by_eigh",
-            InverseRootOptions()
-                .method(RootMethod::NewtonDB)
+            dash::testing::solver_options(RootMethod::NewtonDB)
                 .newton_db(NewtonDBOptions().evaluation(NewtonDBEvaluation::Eigh)),
             1e-3},
         StepCase{"cn_fro",
-            InverseRootOptions()
-                .method(RootMethod::CoupledNewton)
+            dash::testing::solver_options(RootMethod::CoupledNewton)
                 .scaling(SpectralScaleOptions().method(Scaling::Frobenius)),
             1e-3},
-        StepCase{"chebyshev", InverseRootOptions().method(RootMethod::Chebyshev), 1e-3},
-        StepCase{"evd_preconditioning_bf16", InverseRootOptions().method(RootMethod::EVD), 3e-2, MatmulPrecision::BF16},
-        StepCase{"ndb_bf16", InverseRootOptions().method(RootMethod::NewtonDB).precision(MatmulPrecision::BF16), 5e-2},
+        StepCase{"chebyshev", dash::testing::solver_options(RootMethod::Chebyshev), 1e-3},
         StepCase{
-            "cn_fp16", InverseRootOptions().method(RootMethod::CoupledNewton).precision(MatmulPrecision::FP16), 5e-2},
-        StepCase{"auto", InverseRootOptions().method(RootMethod::Auto), 0.2}),
+            "evd_preconditioning_bf16", dash::testing::solver_options(RootMethod::EVD), 3e-2, MatmulPrecision::BF16},
+        StepCase{
+            "ndb_bf16", dash::testing::solver_options(RootMethod::NewtonDB).precision(MatmulPrecision::BF16), 5e-2},
+        StepCase{
+            "cn_fp16", dash::testing::solver_options(RootMethod::CoupledNewton).precision(MatmulPrecision::FP16), 5e-2},
+        StepCase{"auto", dash::testing::solver_options(RootMethod::Auto), 0.2}),
     [](const ::testing::TestParamInfo<StepCase>& info) { return info.param.name; });
 
 // A checkpoint written on CUDA resumes on CUDA exactly where the run left off.
+// The default NewtonDBEvaluation::Auto runs NewtonDB's matmul iteration on a GPU,
+// where the same options on a CPU evaluate it by eigh.
+TEST_F(Cuda, DefaultNewtonDBRunsItsMatmulIteration) {
+  auto options = DashOptions(0.01).block_size(16).start_step(1).root_frequency(1);
+  auto root_on = [&](const at::Device& device) {
+    auto param = at::randn({40, 24}).to(device).set_requires_grad(true);
+    Dash optimizer({param}, options);
+    param.mutable_grad() = at::randn({40, 24}).to(device);
+    optimizer.step();
+    return optimizer.diagnostics().factor_stacks.at(0).newton_db_evaluation;
+  };
+  EXPECT_EQ(root_on(at::Device(at::kCUDA)), NewtonDBEvaluation::Matmuls);
+  EXPECT_EQ(root_on(at::Device(at::kCPU)), NewtonDBEvaluation::Eigh);
+}
+
 TEST_F(Cuda, CheckpointResumesBitForBit) {
   auto generator = at::detail::createCPUGenerator(5);
   auto make_params = [&] {
@@ -153,7 +169,7 @@ TEST_F(Cuda, CheckpointResumesBitForBit) {
   auto run = make_params();
   auto resumed = std::vector<at::Tensor>{run[0].detach().clone().set_requires_grad(true)};
   auto options = DashOptions(0.01).block_size(16).start_step(2).root_frequency(2).root(
-      InverseRootOptions().method(RootMethod::EVD).eigen(EigenOptions().refresh_tolerance(0.05)));
+      dash::testing::solver_options(RootMethod::EVD).eigen(EigenOptions().refresh_tolerance(0.05)));
   Dash optimizer(run, options);
   auto step_with = [](std::vector<at::Tensor>& params, Dash& dash, const at::Tensor& grad) {
     params[0].mutable_grad() = grad.to(at::kCUDA);

@@ -4,6 +4,7 @@
 #include <dash/inverse_root.h>
 #include <dash/option_names.h>
 
+#include "support/solver_options.h"
 #include "support/spd_matrices.h"
 
 #include <gtest/gtest.h>
@@ -23,7 +24,7 @@ class BatchedEqualsSingle : public ::testing::TestWithParam<std::tuple<RootMetho
 // shared across the stack by mistake would show.
 TEST_P(BatchedEqualsSingle, StackOfFiveMatchesFiveSingleCalls) {
   auto [method, scaling] = GetParam();
-  auto options = InverseRootOptions().method(method).scaling(SpectralScaleOptions().method(scaling));
+  auto options = dash::testing::solver_options(method).scaling(SpectralScaleOptions().method(scaling));
   std::vector<at::Tensor> matrices;
   const double conditions[] = {1.0, 3.0, 10.0, 30.0, 100.0};
   const double tops[] = {1.0, 1e-3, 1e3, 5.0, 1e-6};

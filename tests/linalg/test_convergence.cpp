@@ -5,6 +5,7 @@
 #include <dash/inverse_root.h>
 #include <dash/option_names.h>
 
+#include "support/solver_options.h"
 #include "support/spd_matrices.h"
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -36,7 +37,7 @@ class NewtonConvergence : public ::testing::TestWithParam<RootMethod> {};
 TEST_P(NewtonConvergence, ErrorFallsWithStepsToTheFloat32Floor) {
   const double condition = 1e3;
   auto spectrum = log_spaced_spectrum(2, 64, condition, 31);
-  auto options = InverseRootOptions().method(GetParam()).epsilon(0.0);
+  auto options = dash::testing::solver_options(GetParam()).epsilon(0.0);
   auto with_steps = [&](int64_t steps) { return InverseRootOptions(options).newton(NewtonOptions().steps(steps)); };
   for (int64_t p : {2, 4}) {
     double previous = 1.0;
@@ -58,7 +59,7 @@ TEST_P(NewtonConvergence, ErrorFallsWithStepsToTheFloat32Floor) {
 // single step count describes the whole run.)
 TEST_P(NewtonConvergence, ToleranceStopsEarlyAtACheckStep) {
   auto a = log_spaced_spectrum(3, 32, 1e2, 32).matrices.to(at::kFloat);
-  auto options = InverseRootOptions().method(GetParam()).epsilon(0.0);
+  auto options = dash::testing::solver_options(GetParam()).epsilon(0.0);
   auto with_steps = [&](int64_t steps) { return InverseRootOptions(options).newton(NewtonOptions().steps(steps)); };
   auto early = inverse_root(
       a, 2, InverseRootOptions(options).newton(NewtonOptions().steps(200).tolerance(1e-4).check_interval(2)));
@@ -82,7 +83,7 @@ INSTANTIATE_TEST_SUITE_P(Methods, NewtonConvergence, ::testing::Values(RootMetho
 // Frobenius scaling pushes the spectrum ~3× lower than 2·λ̂_max does, which costs
 // log(3)/log(2.25) ≈ 1.4 extra steps. The counts are printed for the record.
 int64_t steps_to_reach(const at::Tensor& a, const at::Tensor& reference, RootMethod method, Scaling scaling) {
-  auto options = InverseRootOptions().method(method).epsilon(0.0).scaling(SpectralScaleOptions().method(scaling));
+  auto options = dash::testing::solver_options(method).epsilon(0.0).scaling(SpectralScaleOptions().method(scaling));
   for (int64_t steps = 1; steps <= 40; ++steps) {
     options.newton().steps(steps);
     if (max_relative_error(inverse_root(a, 4, options), reference) <= 1e-3) {
@@ -118,8 +119,7 @@ TEST(ChebyshevConvergence, ErrorFallsWithDegree) {
   const int64_t b = 64;
   auto spectrum = log_spaced_spectrum(2, b, condition, 33);
   // Frobenius scale ≤ √b·λ_max, so the scaled spectrum lies above 1/(κ√b).
-  auto options = InverseRootOptions()
-                     .method(RootMethod::Chebyshev)
+  auto options = dash::testing::solver_options(RootMethod::Chebyshev)
                      .epsilon(0.0)
                      .scaling(SpectralScaleOptions().method(Scaling::Frobenius))
                      .chebyshev(ChebyshevOptions().interval_min(1.0 / (condition * 8.0) / 1.01));

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 
 #include "support/error_message.h"
+#include "support/solver_options.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -40,9 +41,9 @@ TEST(InputValidation, RejectsBadRoots) {
     // 1e9 used to spend minutes on the diagnostics' X^p, one product at a time.
     EXPECT_THAT(error_of([&] { inverse_root_with_diagnostics(kGood, p); }), HasSubstr("an integer in [1, 64]")) << p;
   }
-  EXPECT_THAT(error_of([] { inverse_root(kGood, 3, InverseRootOptions().method(RootMethod::NewtonDB)); }),
+  EXPECT_THAT(error_of([] { inverse_root(kGood, 3, dash::testing::solver_options(RootMethod::NewtonDB)); }),
       HasSubstr("power of two"));
-  EXPECT_THAT(error_of([] { inverse_root(kGood, 6, InverseRootOptions().method(RootMethod::NewtonDB)); }),
+  EXPECT_THAT(error_of([] { inverse_root(kGood, 6, dash::testing::solver_options(RootMethod::NewtonDB)); }),
       HasSubstr("power of two"));
 }
 
@@ -56,7 +57,7 @@ TEST(InputValidation, FlagsMatricesNoSolverCanTake) {
   asymmetric[0][5] = 1.0;
   auto stack = at::stack({spd, asymmetric, -spd});
   for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
-    auto result = inverse_root_with_diagnostics(stack, 4, InverseRootOptions().method(method));
+    auto result = inverse_root_with_diagnostics(stack, 4, dash::testing::solver_options(method));
     const bool evd = method == RootMethod::EVD;
     EXPECT_TRUE(result.finite[0].item<bool>()) << to_string(method);
     EXPECT_LE(result.residual[0].item<double>(), 1e-3) << to_string(method);

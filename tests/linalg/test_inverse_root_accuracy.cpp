@@ -4,6 +4,7 @@
 #include <dash/inverse_root.h>
 #include <dash/option_names.h>
 
+#include "support/solver_options.h"
 #include "support/spd_matrices.h"
 
 #include <gtest/gtest.h>
@@ -48,7 +49,7 @@ class DefaultOptionsAccuracy
 TEST_P(DefaultOptionsAccuracy, MatchesFloat64Reference) {
   auto [method, b, count, p, condition] = GetParam();
   auto spectrum = log_spaced_spectrum(count, b, condition, /*seed=*/1000 + b);
-  auto options = InverseRootOptions().method(method).epsilon(0.0);
+  auto options = dash::testing::solver_options(method).epsilon(0.0);
   double tolerance = 0.0;
   switch (method) {
     case RootMethod::EVD:
@@ -90,7 +91,7 @@ TEST_P(IllConditioned, EvdFloat64ReachesDoublePrecision) {
   auto [b, p] = GetParam();
   for (double condition : {1e4, 1e6}) {
     auto spectrum = log_spaced_spectrum(3, b, condition, 77);
-    auto root = inverse_root(spectrum.matrices, p, InverseRootOptions().method(RootMethod::EVD).epsilon(0.0));
+    auto root = inverse_root(spectrum.matrices, p, dash::testing::solver_options(RootMethod::EVD).epsilon(0.0));
     ASSERT_EQ(root.scalar_type(), at::kDouble);
     EXPECT_LE(max_relative_error(root, reference_inverse_root(spectrum, 0.0, p)), condition * 1e-14)
         << "condition " << condition;
@@ -103,7 +104,7 @@ TEST_P(IllConditioned, Float32SolversReachTheFloat32Floor) {
   auto spectrum = log_spaced_spectrum(3, b, condition, 78);
   auto reference = reference_inverse_root(spectrum, 0.0, p);
   for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB}) {
-    auto options = InverseRootOptions().method(method).epsilon(0.0).newton(NewtonOptions().steps(30));
+    auto options = dash::testing::solver_options(method).epsilon(0.0).newton(NewtonOptions().steps(30));
     auto root = inverse_root(spectrum.matrices.to(at::kFloat), p, options);
     EXPECT_LE(max_relative_error(root, reference), float32_floor(condition, b, p)) << to_string(method);
   }
@@ -118,12 +119,13 @@ TEST(InverseRootAccuracy, OddRootsForEvdAndCoupledNewton) {
   for (int64_t p : {3, 5, 6}) {
     auto reference = reference_inverse_root(spectrum, 0.0, p);
     auto input = spectrum.matrices.to(at::kFloat);
-    EXPECT_LE(
-        max_relative_error(inverse_root(input, p, InverseRootOptions().method(RootMethod::EVD).epsilon(0)), reference),
+    EXPECT_LE(max_relative_error(
+                  inverse_root(input, p, dash::testing::solver_options(RootMethod::EVD).epsilon(0)), reference),
         1e-5)
         << "EVD p=" << p;
-    EXPECT_LE(max_relative_error(
-                  inverse_root(input, p, InverseRootOptions().method(RootMethod::CoupledNewton).epsilon(0)), reference),
+    EXPECT_LE(
+        max_relative_error(
+            inverse_root(input, p, dash::testing::solver_options(RootMethod::CoupledNewton).epsilon(0)), reference),
         1e-4)
         << "CN p=" << p;
   }
@@ -142,7 +144,7 @@ TEST(InverseRootAccuracy, EpsilonIsAddedToTheMatrix) {
   auto reference = reference_inverse_root(spectrum, epsilon, 4);
   for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
     auto root = inverse_root(spectrum.matrices.to(at::kFloat), 4,
-        InverseRootOptions().method(method).epsilon(epsilon).chebyshev(
+        dash::testing::solver_options(method).epsilon(epsilon).chebyshev(
             ChebyshevOptions().interval_min(chebyshev_interval_for(10.0))));
     EXPECT_LE(max_relative_error(root, reference), 1e-3) << to_string(method);
   }
@@ -159,7 +161,7 @@ TEST(InverseRootAccuracy, RelativeEpsilonRidgesByTheLargestEigenvalue) {
     auto spectrum = log_spaced_spectrum(2, 32, 1e6, 9, top);
     const auto reference = reference_inverse_root(spectrum, relative * top, 4);
     for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB}) {
-      auto options = InverseRootOptions().method(method).epsilon(0.0).relative_epsilon(relative);
+      auto options = dash::testing::solver_options(method).epsilon(0.0).relative_epsilon(relative);
       options.newton().steps(20);
       auto root = inverse_root(spectrum.matrices.to(at::kFloat), 4, options);
       EXPECT_LE(max_relative_error(root, reference), method == RootMethod::EVD ? 1e-4 : 1e-3)
@@ -178,7 +180,7 @@ TEST(InverseRootAccuracy, RelativeEpsilonKeepsTheNormalisedSpectrumInRange) {
   const double relative = 0.5;
   const auto reference = reference_inverse_root(spectrum, relative * 3.0, 4);
   for (auto method : {RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
-    auto options = InverseRootOptions().method(method).epsilon(0.0).relative_epsilon(relative);
+    auto options = dash::testing::solver_options(method).epsilon(0.0).relative_epsilon(relative);
     options.scaling().method(Scaling::Frobenius);
     EXPECT_LE(max_relative_error(inverse_root(spectrum.matrices.to(at::kFloat), 4, options), reference), 1e-4)
         << to_string(method);

@@ -60,6 +60,49 @@ TEST(NewtonDBByEigh, IsTheMatrixIterationsRootForEveryPolynomialAndRoot) {
   }
 }
 
+// NewtonDBEvaluation::Auto, the default: eigh where matrices are on a CPU and the
+// matmuls would be float32 ones, the matmul iteration on other devices and in the
+// 16-bit precisions (which ask for 16-bit matmuls).
+TEST(NewtonDBEvaluationAuto, IsEighOnACpuInFloat32AndMatmulsElsewhere) {
+  EXPECT_EQ(NewtonDBOptions().evaluation(), NewtonDBEvaluation::Auto);
+  const at::Device cpu(at::kCPU);
+  const at::Device cuda(at::kCUDA, 0);  // a device name only: nothing runs on it
+  auto options = InverseRootOptions().method(RootMethod::NewtonDB);
+  EXPECT_EQ(resolve_newton_db_evaluation(options, cpu), NewtonDBEvaluation::Eigh);
+  EXPECT_EQ(resolve_newton_db_evaluation(options, cuda), NewtonDBEvaluation::Matmuls);
+  for (auto precision : {MatmulPrecision::BF16, MatmulPrecision::FP16}) {
+    EXPECT_EQ(resolve_newton_db_evaluation(InverseRootOptions(options).precision(precision), cpu),
+        NewtonDBEvaluation::Matmuls);
+  }
+  // A set evaluation is kept, on every device and in every precision.
+  for (auto set : {NewtonDBEvaluation::Matmuls, NewtonDBEvaluation::Eigh}) {
+    for (const auto& device : {cpu, cuda}) {
+      for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::BF16}) {
+        auto fixed = InverseRootOptions(options).precision(precision);
+        fixed.newton_db().evaluation(set);
+        EXPECT_EQ(resolve_newton_db_evaluation(fixed, device), set);
+      }
+    }
+  }
+}
+
+TEST(NewtonDBEvaluationAuto, ComputesTheRootsOfWhatItResolvesTo) {
+  const auto matrices = log_spaced_spectrum(3, 32, 1e3, /*seed=*/5).matrices.to(at::kFloat);
+  for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::BF16}) {
+    auto options = InverseRootOptions().method(RootMethod::NewtonDB).epsilon(1e-6).precision(precision);
+    auto with = [&](NewtonDBEvaluation evaluation) {
+      auto set = options;
+      set.newton_db().evaluation(evaluation);
+      return inverse_root(matrices, 4, set);
+    };
+    const auto matmuls = with(NewtonDBEvaluation::Matmuls);
+    const auto eigh = with(NewtonDBEvaluation::Eigh);
+    ASSERT_FALSE(at::equal(matmuls, eigh));
+    EXPECT_TRUE(at::equal(inverse_root(matrices, 4, options), precision == MatmulPrecision::FP32 ? eigh : matmuls))
+        << to_string(precision);
+  }
+}
+
 // The point of the option: ten Newton–Schulz steps are not the exact root at
 // κ = 1e10 (the small eigenvalues are under-resolved), and the eigenvalue
 // evaluation reproduces that, not the exact root an EVD would give.

@@ -6,6 +6,7 @@
 #include <dash/option_names.h>
 #include <dash/solver_cost.h>
 
+#include "support/solver_options.h"
 #include "support/spd_matrices.h"
 
 #include <gtest/gtest.h>
@@ -23,10 +24,10 @@ using testing::max_relative_error;
 using testing::reference_inverse_root;
 
 InverseRootOptions minimax(NewtonDBPolynomial polynomial, double interval_min) {
-  return InverseRootOptions()
-      .method(RootMethod::NewtonDB)
+  return dash::testing::solver_options(RootMethod::NewtonDB)
       .epsilon(0.0)
-      .newton_db(NewtonDBOptions().polynomial(polynomial).interval_min(interval_min));
+      .newton_db(
+          NewtonDBOptions().evaluation(NewtonDBEvaluation::Matmuls).polynomial(polynomial).interval_min(interval_min));
 }
 
 // Multi-vector power iteration with margin 2 puts the spectrum in [1/(2κ), ~1/2]
@@ -63,11 +64,12 @@ TEST(NewtonDBMinimax, DefaultIntervalTakesFewerMatmulsThanNewtonSchulzForFarLess
   const double condition = 1e4;
   auto spectrum = log_spaced_spectrum(4, b, condition, /*seed=*/8);
   const auto reference = reference_inverse_root(spectrum, 0.0, 4);
-  const auto newton_schulz = InverseRootOptions().method(RootMethod::NewtonDB).epsilon(0.0);
+  const auto newton_schulz = dash::testing::solver_options(RootMethod::NewtonDB).epsilon(0.0);
   const double newton_schulz_error =
       max_relative_error(inverse_root(spectrum.matrices.to(at::kFloat), 4, newton_schulz), reference);
   for (auto polynomial : {NewtonDBPolynomial::Minimax3, NewtonDBPolynomial::Minimax5}) {
-    const auto options = InverseRootOptions(newton_schulz).newton_db(NewtonDBOptions().polynomial(polynomial));
+    auto options = newton_schulz;
+    options.newton_db().polynomial(polynomial);
     const double error = max_relative_error(inverse_root(spectrum.matrices.to(at::kFloat), 4, options), reference);
     std::cout << to_string(polynomial) << ": error " << error << " with " << matmuls(b, 4, options)
               << " matmuls; newton-schulz " << newton_schulz_error << " with " << matmuls(b, 4, newton_schulz) << "\n";
@@ -87,7 +89,7 @@ TEST(NewtonDBMinimax, MatchedIntervalMeetsOneInAThousandWithUnderSixtyPercentOfT
       minimax(NewtonDBPolynomial::Minimax5, covering_interval(condition)).newton(NewtonOptions().steps(5));
   const double error = max_relative_error(
       inverse_root(spectrum.matrices.to(at::kFloat), 4, options), reference_inverse_root(spectrum, 0.0, 4));
-  const auto paper = InverseRootOptions().method(RootMethod::NewtonDB);
+  const auto paper = dash::testing::solver_options(RootMethod::NewtonDB);
   std::cout << "minimax5, 5 steps a pass: error " << error << " with " << matmuls(b, 4, options) << " matmuls; paper "
             << matmuls(b, 4, paper) << "\n";
   EXPECT_LE(error, 1e-3);

@@ -18,10 +18,11 @@ TEST(OptionNames, RoundTripAndAliases) {
   for (auto p : {MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16}) {
     EXPECT_EQ(parse_matmul_precision(to_string(p)), p);
   }
-  for (auto e : {NewtonDBEvaluation::Matmuls, NewtonDBEvaluation::Eigh}) {
+  for (auto e : {NewtonDBEvaluation::Matmuls, NewtonDBEvaluation::Eigh, NewtonDBEvaluation::Auto}) {
     EXPECT_EQ(parse_newton_db_evaluation(to_string(e)), e);
   }
   EXPECT_EQ(to_string(NewtonDBEvaluation::Eigh), "eigh");
+  EXPECT_EQ(to_string(NewtonDBEvaluation::Auto), "auto");
   for (auto h : {EigenHeuristic::Shampoo, EigenHeuristic::Abs, EigenHeuristic::AbsAdd, EigenHeuristic::PseudoInverse}) {
     EXPECT_EQ(parse_eigen_heuristic(to_string(h)), h);
   }

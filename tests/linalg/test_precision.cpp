@@ -4,6 +4,7 @@
 #include <dash/inverse_root.h>
 #include <dash/option_names.h>
 
+#include "support/solver_options.h"
 #include "support/spd_matrices.h"
 
 #include <gtest/gtest.h>
@@ -35,8 +36,7 @@ class EveryCombination : public ::testing::TestWithParam<Combination> {};
 TEST_P(EveryCombination, WithinTheToleranceOfItsPrecision) {
   auto [method, scaling, precision] = GetParam();
   auto spectrum = log_spaced_spectrum(2, 64, 10.0, 51);
-  auto options = InverseRootOptions()
-                     .method(method)
+  auto options = dash::testing::solver_options(method)
                      .precision(precision)
                      .epsilon(0.0)
                      .scaling(SpectralScaleOptions().method(scaling))
@@ -58,7 +58,7 @@ TEST_P(EveryCombination, WithinTheToleranceOfItsPrecision) {
 TEST_P(EveryCombination, PoorResultsAreFlaggedByTheDiagnostics) {
   auto [method, scaling, precision] = GetParam();
   auto spectrum = log_spaced_spectrum(4, 64, 1e6, 52);
-  auto options = InverseRootOptions().method(method).precision(precision).epsilon(0.0).scaling(
+  auto options = dash::testing::solver_options(method).precision(precision).epsilon(0.0).scaling(
       SpectralScaleOptions().method(scaling));
   auto result = inverse_root_with_diagnostics(spectrum.matrices.to(at::kFloat), 4, options);
   auto errors = testing::relative_errors(result.root, reference_inverse_root(spectrum, 0.0, 4));
@@ -86,7 +86,7 @@ TEST(SixteenBitNewtonDB, FiniteAndNearTheRoundingFloorOnIllConditionedSpectra) {
       auto spectrum = testing::with_eigenvalues(values.expand({4, b}).contiguous(), seed++);
       const double epsilon = 1.0 / condition;
       const auto reference = reference_inverse_root(spectrum, epsilon, 4);
-      auto options = InverseRootOptions().method(RootMethod::NewtonDB).epsilon(epsilon);
+      auto options = dash::testing::solver_options(RootMethod::NewtonDB).epsilon(epsilon);
       const double fp32_error =
           max_relative_error(inverse_root(spectrum.matrices.to(at::kFloat), 4, options), reference);
       for (auto precision : {MatmulPrecision::BF16, MatmulPrecision::FP16}) {
@@ -123,8 +123,7 @@ TEST(SixteenBitPaths, EveryRootAndInputTypeWithinItsRoundingBound) {
           if (method == RootMethod::NewtonDB && p == 3) continue;  // powers of two only
           const double bound = 10.0 * std::pow(condition, 1.0 / p) * std::sqrt(static_cast<double>(b)) * u16;
           const auto reference = reference_inverse_root(spectrum, 0.0, p);
-          auto options = InverseRootOptions()
-                             .method(method)
+          auto options = dash::testing::solver_options(method)
                              .precision(precision)
                              .epsilon(0.0)
                              .scaling(SpectralScaleOptions().method(Scaling::Frobenius))
@@ -148,7 +147,7 @@ TEST(SixteenBitPaths, EveryRootAndInputTypeWithinItsRoundingBound) {
       // One Newton step: Z₁ = E₀ (NDB) and X₁ (CN) come back as they are.
       for (auto method : {RootMethod::CoupledNewton, RootMethod::NewtonDB}) {
         auto one_step =
-            InverseRootOptions().method(method).precision(precision).epsilon(0.0).newton(NewtonOptions().steps(1));
+            dash::testing::solver_options(method).precision(precision).epsilon(0.0).newton(NewtonOptions().steps(1));
         auto root = inverse_root(spectrum.matrices.to(at::kDouble), 4, one_step);
         EXPECT_EQ(root.scalar_type(), at::kDouble) << to_string(method);
         EXPECT_TRUE(at::isfinite(root).all().item<bool>()) << to_string(method);

@@ -6,6 +6,7 @@
 #include <dash/root_method_choice.h>
 
 #include "support/error_message.h"
+#include "support/solver_options.h"
 #include "support/spd_matrices.h"
 
 #include <ATen/ATen.h>
@@ -93,7 +94,7 @@ TEST(ChooseRootMethod, DirectionsWithoutEnergyDoNotCount) {
                          .unsqueeze(0)
                          .repeat({3, 1});
   auto spectrum = testing::with_eigenvalues(eigenvalues, /*seed=*/13);
-  auto options = InverseRootOptions().method(RootMethod::EVD).epsilon(1e-10);
+  auto options = dash::testing::solver_options(RootMethod::EVD).epsilon(1e-10);
   auto matrices = spectrum.matrices.to(at::kFloat);
   InverseRootWorkspace workspace;
   auto choice = choose_root_method(matrices, 4, options, workspace);
@@ -151,7 +152,7 @@ TEST(ChooseRootMethod, RejectsStacksWithoutAFiniteMatrixAndInverseRootRejectsAut
   EXPECT_THAT(error_of([&] { choose_root_method(nan_stack, 4, InverseRootOptions(), workspace); }),
       HasSubstr("no matrix of the stack is finite"));
   EXPECT_THAT(
-      error_of([&] { inverse_root(at::eye(8).unsqueeze(0), 4, InverseRootOptions().method(RootMethod::Auto)); }),
+      error_of([&] { inverse_root(at::eye(8).unsqueeze(0), 4, dash::testing::solver_options(RootMethod::Auto)); }),
       HasSubstr("RootMethod::Auto is chosen per stack"));
   EXPECT_THAT(error_of([&] { check_inverse_root_options(4, InverseRootOptions().auto_max_error(0.0)); }),
       HasSubstr("auto_max_error must be > 0"));

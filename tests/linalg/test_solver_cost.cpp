@@ -6,6 +6,7 @@
 #include <dash/solver_cost.h>
 
 #include "linalg/stack_blas.h"
+#include "support/solver_options.h"
 #include "support/top_level_ops.h"
 
 #include <ATen/ATen.h>
@@ -63,12 +64,12 @@ TEST(SolverCost, FormulaEqualsTheMatmulsTheSolversIssue) {
           if (method == RootMethod::NewtonDB && p == 3) continue;  // powers of two only
           // 1 step; 3 and 7 (the minimax schedules stop by themselves after 4–7); 20.
           for (int64_t steps : {1, 3, 7, 20}) {
-            auto options = InverseRootOptions()
-                               .method(method)
-                               .scaling(SpectralScaleOptions().method(scaling).iterations(4).vectors(5))
-                               .newton(NewtonOptions().steps(steps))
-                               .chebyshev(ChebyshevOptions().degree(steps + 2))
-                               .newton_db(NewtonDBOptions().polynomial(polynomial));
+            auto options =
+                dash::testing::solver_options(method)
+                    .scaling(SpectralScaleOptions().method(scaling).iterations(4).vectors(5))
+                    .newton(NewtonOptions().steps(steps))
+                    .chebyshev(ChebyshevOptions().degree(steps + 2))
+                    .newton_db(NewtonDBOptions().evaluation(NewtonDBEvaluation::Matmuls).polynomial(polynomial));
             const auto label = "method " + std::to_string(static_cast<int>(method)) + ", polynomial " +
                                std::to_string(static_cast<int>(polynomial)) + ", scaling " +
                                std::to_string(static_cast<int>(scaling)) + ", p " + std::to_string(p) + ", steps " +
@@ -84,8 +85,7 @@ TEST(SolverCost, FormulaEqualsTheMatmulsTheSolversIssue) {
 constexpr double kMatmul64 = 2.0 * 64 * 64 * 64;
 
 TEST(SolverCost, NewtonDBRootFourIsTwoPassesOfOnePlusThreePerStepLessOne) {
-  auto options = InverseRootOptions()
-                     .method(RootMethod::NewtonDB)
+  auto options = dash::testing::solver_options(RootMethod::NewtonDB)
                      .scaling(SpectralScaleOptions().method(Scaling::Frobenius))
                      .newton(NewtonOptions().steps(10));
   // Each pass: 1 matmul in the optimised first step + 3 × 9 later steps = 28, less
@@ -99,8 +99,7 @@ TEST(SolverCost, NewtonDBRootFourIsTwoPassesOfOnePlusThreePerStepLessOne) {
 
 TEST(SolverCost, CoupledNewtonRootFourIsFourMatmulsPerStepLessOne) {
   // N², N⁴, N⁴·M and X·N per step; X·N is free in step 1: 10·4 − 1 = 39.
-  auto options = InverseRootOptions()
-                     .method(RootMethod::CoupledNewton)
+  auto options = dash::testing::solver_options(RootMethod::CoupledNewton)
                      .scaling(SpectralScaleOptions().method(Scaling::Frobenius))
                      .newton(NewtonOptions().steps(10));
   EXPECT_DOUBLE_EQ(inverse_root_flops(1, 64, 4, options), 39 * kMatmul64);
@@ -111,19 +110,19 @@ TEST(SolverCost, CoupledNewtonRootFourIsFourMatmulsPerStepLessOne) {
 // By eigh, NewtonDB does EVD's work whatever its steps and scaling: the scalar
 // iteration on b eigenvalues is O(b), and no power iteration runs.
 TEST(SolverCost, NewtonDBByEighCostsWhatEVDCosts) {
-  const auto by_eigh = InverseRootOptions()
-                           .method(RootMethod::NewtonDB)
+  const auto by_eigh = dash::testing::solver_options(RootMethod::NewtonDB)
                            .newton(NewtonOptions().steps(17))
                            .newton_db(NewtonDBOptions().evaluation(NewtonDBEvaluation::Eigh));
-  const auto evd = InverseRootOptions().method(RootMethod::EVD);
+  const auto evd = dash::testing::solver_options(RootMethod::EVD);
   EXPECT_DOUBLE_EQ(inverse_root_flops(3, 64, 4, by_eigh), inverse_root_flops(3, 64, 4, evd));
   EXPECT_LT(inverse_root_flops(3, 64, 4, by_eigh),
-      inverse_root_flops(3, 64, 4, InverseRootOptions(by_eigh).newton_db(NewtonDBOptions())) / 4);
+      inverse_root_flops(
+          3, 64, 4, InverseRootOptions(by_eigh).newton_db(NewtonDBOptions().evaluation(NewtonDBEvaluation::Matmuls))) /
+          4);
 }
 
 TEST(SolverCost, ChebyshevIsDegreeMinusOneMatmulsPlusPowerIteration) {
-  auto options = InverseRootOptions()
-                     .method(RootMethod::Chebyshev)
+  auto options = dash::testing::solver_options(RootMethod::Chebyshev)
                      .chebyshev(ChebyshevOptions().degree(40))
                      .scaling(SpectralScaleOptions().method(Scaling::MultiPowerIteration).iterations(10).vectors(16));
   EXPECT_DOUBLE_EQ(inverse_root_flops(2, 64, 4, options), 2 * (39 * kMatmul64 + 10 * 2.0 * 64 * 64 * 16));
@@ -139,8 +138,7 @@ TEST(SolverCost, DeviceCountEqualsTheMatmulsAsRun) {
     for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::BF16}) {
       for (int64_t b : {12, 96, 100}) {
         auto options =
-            InverseRootOptions()
-                .method(method)
+            dash::testing::solver_options(method)
                 .precision(precision)
                 .scaling(SpectralScaleOptions().method(Scaling::MultiPowerIteration).iterations(3).vectors(4))
                 .newton(NewtonOptions().steps(4))
@@ -152,17 +150,41 @@ TEST(SolverCost, DeviceCountEqualsTheMatmulsAsRun) {
     }
   }
   // A GPU has no one-triangle product: there the count is the GEMM count.
-  const auto ndb = InverseRootOptions().method(RootMethod::NewtonDB);
+  const auto ndb = dash::testing::solver_options(RootMethod::NewtonDB);
   EXPECT_DOUBLE_EQ(inverse_root_flops(3, 256, 4, ndb, at::Device(at::kCUDA, 0)), inverse_root_flops(3, 256, 4, ndb));
   if (linalg::stack_symmetric_product_plan(cpu).one_triangle) {
     // b = 256: a triangle is 0.5625 of a GEMM. Every CN product is one; NewtonDB's
     // Z·Y (18 of its 54) stays whole: (18 + 36 · 0.5625)/54 = 0.708.
-    const auto cn = InverseRootOptions().method(RootMethod::CoupledNewton);
+    const auto cn = dash::testing::solver_options(RootMethod::CoupledNewton);
     EXPECT_LT(inverse_root_flops(3, 256, 4, cn, cpu), 0.6 * inverse_root_flops(3, 256, 4, cn));
     const double ndb_ratio = inverse_root_flops(3, 256, 4, ndb, cpu) / inverse_root_flops(3, 256, 4, ndb);
     EXPECT_GT(ndb_ratio, 0.7);
     EXPECT_LT(ndb_ratio, 0.72);
   }
+}
+
+// NewtonDBEvaluation::Auto (the default) costs what it resolves to on the device;
+// without a device it counts as the matmul iteration.
+TEST(SolverCost, NewtonDBAutoCostsWhatItRunsOnTheDevice) {
+  const auto automatic = InverseRootOptions().method(RootMethod::NewtonDB);
+  auto with = [&](NewtonDBEvaluation evaluation) {
+    auto set = automatic;
+    set.newton_db().evaluation(evaluation);
+    return set;
+  };
+  const at::Device cpu(at::kCPU);
+  const at::Device cuda(at::kCUDA, 0);
+  EXPECT_DOUBLE_EQ(
+      inverse_root_flops(3, 64, 4, automatic), inverse_root_flops(3, 64, 4, with(NewtonDBEvaluation::Matmuls)));
+  EXPECT_DOUBLE_EQ(
+      inverse_root_flops(3, 64, 4, automatic, cpu), inverse_root_flops(3, 64, 4, with(NewtonDBEvaluation::Eigh), cpu));
+  EXPECT_DOUBLE_EQ(inverse_root_flops(3, 64, 4, automatic, cuda),
+      inverse_root_flops(3, 64, 4, with(NewtonDBEvaluation::Matmuls), cuda));
+  const auto bf16 = InverseRootOptions(automatic).precision(MatmulPrecision::BF16);
+  auto bf16_matmuls = bf16;
+  bf16_matmuls.newton_db().evaluation(NewtonDBEvaluation::Matmuls);
+  EXPECT_DOUBLE_EQ(inverse_root_flops(3, 64, 4, bf16, cpu), inverse_root_flops(3, 64, 4, bf16_matmuls, cpu));
+  EXPECT_LT(inverse_root_flops(3, 64, 4, automatic, cpu), inverse_root_flops(3, 64, 4, automatic, cuda) / 4);
 }
 
 TEST(SolverCost, RejectsNegativeCounts) { EXPECT_THROW(inverse_root_flops(-1, 64, 4), c10::Error); }

@@ -4,6 +4,7 @@
 #include <dash/inverse_root.h>
 #include <dash/option_names.h>
 
+#include "support/solver_options.h"
 #include "support/spd_matrices.h"
 
 #include <gtest/gtest.h>
@@ -21,7 +22,7 @@ using testing::with_eigenvalues;
 
 class EveryMethod : public ::testing::TestWithParam<RootMethod> {
  protected:
-  InverseRootOptions options() const { return InverseRootOptions().method(GetParam()); }
+  InverseRootOptions options() const { return dash::testing::solver_options(GetParam()); }
 };
 
 // (0 + εI)^{-1/p} = ε^{-1/p} I. Every method sees the scaled identity, whose
@@ -146,7 +147,7 @@ class EigenHeuristics : public ::testing::Test {
 
   at::Tensor root(EigenHeuristic heuristic) {
     return inverse_root(spectrum_.matrices.to(at::kFloat), 2,
-        InverseRootOptions().method(RootMethod::EVD).epsilon(epsilon_).eigen(EigenOptions().heuristic(heuristic)));
+        dash::testing::solver_options(RootMethod::EVD).epsilon(epsilon_).eigen(EigenOptions().heuristic(heuristic)));
   }
   at::Tensor expected(const at::Tensor& weights) {
     return at::matmul(spectrum_.vectors * weights.unsqueeze(-2), spectrum_.vectors.transpose(-2, -1));

@@ -5,6 +5,7 @@
 #include "linalg/stack_blas.h"
 #include "linalg/stack_lapack.h"
 #include "support/error_message.h"
+#include "support/solver_options.h"
 #include "support/spd_matrices.h"
 
 #include <dash/inverse_root.h>
@@ -114,7 +115,7 @@ TEST(StackBlas, EvdRootsFromSyrkAreExactlySymmetric) {
   const auto plan = stack_syrk_plan(at::Device(at::kCPU));
   if (!plan.one_triangle) GTEST_SKIP() << plan.description;
   const auto stack = random_spd_stack(6, 64);
-  const auto root = inverse_root(stack, 4, InverseRootOptions().method(RootMethod::EVD).epsilon(0.0));
+  const auto root = inverse_root(stack, 4, dash::testing::solver_options(RootMethod::EVD).epsilon(0.0));
   EXPECT_TRUE(at::equal(root, root.transpose(1, 2)));
   const auto [values, vectors] = at::linalg_eigh(stack.to(at::kDouble));
   const auto reference = at::matmul(vectors * values.pow(-0.25).unsqueeze(1), vectors.transpose(1, 2));
@@ -357,8 +358,7 @@ TEST(StackBlas, MatmulSolverRootsAreExactlySymmetric) {
   const auto spectrum = testing::log_spaced_spectrum(4, 96, 10.0, 12);
   const auto reference = testing::reference_inverse_root(spectrum, 0.0, 4);
   for (auto method : {RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
-    const auto options = InverseRootOptions()
-                             .method(method)
+    const auto options = dash::testing::solver_options(method)
                              .epsilon(0.0)
                              .newton(NewtonOptions().steps(20))
                              .chebyshev(ChebyshevOptions().degree(40).interval_min(1e-3));

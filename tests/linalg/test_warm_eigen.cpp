@@ -5,6 +5,7 @@
 #include <dash/inverse_root.h>
 
 #include "support/error_message.h"
+#include "support/solver_options.h"
 #include "support/spd_matrices.h"
 
 #include <ATen/ATen.h>
@@ -22,8 +23,7 @@ using ::testing::HasSubstr;
 using testing::max_relative_error;
 
 InverseRootOptions warm_evd(double tolerance, int64_t iterations = 1) {
-  return InverseRootOptions()
-      .method(RootMethod::EVD)
+  return dash::testing::solver_options(RootMethod::EVD)
       .epsilon(0.0)
       .eigen(EigenOptions().refresh_tolerance(tolerance).warm_iterations(iterations));
 }
@@ -134,7 +134,7 @@ TEST(WarmEigen, OptionsAndMethodAreChecked) {
   EXPECT_THAT(testing::error_of([&] { inverse_root(a, 4, warm_evd(1e-2, -1), workspace, basis); }),
       HasSubstr("eigen_warm_iterations"));
   EXPECT_THAT(testing::error_of(
-                  [&] { inverse_root(a, 4, InverseRootOptions().method(RootMethod::NewtonDB), workspace, basis); }),
+                  [&] { inverse_root(a, 4, dash::testing::solver_options(RootMethod::NewtonDB), workspace, basis); }),
       HasSubstr("Eigenbasis is for RootMethod::EVD"));
 }
 

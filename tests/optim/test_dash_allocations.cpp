@@ -8,6 +8,7 @@
 #include <dash/optimizer.h>
 
 #include "support/allocation_counter.h"
+#include "support/solver_options.h"
 #include "support/spd_matrices.h"
 
 #include <ATen/ATen.h>
@@ -74,9 +75,9 @@ TEST_P(StepAllocationsTest, SteadyStateDoesNotGrowWithStepsOrNewtonSteps) {
   const at::Device device(device_type);
   // Root steps are 1, 5, 9; the rest only update factors and precondition.
   const auto few =
-      allocations_per_step(InverseRootOptions().method(method).newton(NewtonOptions().steps(5)), 10, device);
+      allocations_per_step(dash::testing::solver_options(method).newton(NewtonOptions().steps(5)), 10, device);
   const auto many =
-      allocations_per_step(InverseRootOptions().method(method).newton(NewtonOptions().steps(15)), 10, device);
+      allocations_per_step(dash::testing::solver_options(method).newton(NewtonOptions().steps(15)), 10, device);
   std::cout << "newton_steps 5:\n" << describe(few) << "newton_steps 15:\n" << describe(many);
   const int64_t block_bytes = 16 * 16 * 4;
   for (size_t i = 1; i < few.size(); ++i) {
@@ -114,7 +115,7 @@ INSTANTIATE_TEST_SUITE_P(IterativeMethods, StepAllocationsTest,
 // every step allocates as many tensors as the same kind of step before it.
 TEST(StepAllocations, BFloat16PreconditioningReusesItsBuffers) {
   const auto steps = allocations_per_step(
-      InverseRootOptions().method(RootMethod::EVD), 10, at::Device(at::kCPU), MatmulPrecision::BF16);
+      dash::testing::solver_options(RootMethod::EVD), 10, at::Device(at::kCPU), MatmulPrecision::BF16);
   std::cout << describe(steps);
   for (size_t i = 5; i < steps.size(); ++i) {
     if (i % 4 != 0) EXPECT_LT(steps[i].largest, 16 * 16 * 2) << "step " << i + 1;  // a bfloat16 block
@@ -133,7 +134,7 @@ TEST(SolverAllocations, WarmWorkspaceIterationsAllocateNoMatrices) {
   for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::BF16, MatmulPrecision::FP16}) {
     for (auto method : {RootMethod::NewtonDB, RootMethod::CoupledNewton, RootMethod::Chebyshev}) {
       InverseRootWorkspace workspace;
-      auto options = InverseRootOptions().method(method).precision(precision);
+      auto options = dash::testing::solver_options(method).precision(precision);
       // Warmed with the longest run: a longer iteration can hold one more iterate.
       auto with_steps = [&](int64_t steps) {
         return InverseRootOptions(options)
@@ -171,7 +172,7 @@ TEST(SolverAllocations, WorkspaceResultsAreIndependentOfReuse) {
   auto first = testing::log_spaced_spectrum(4, 24, 1e2, 1).matrices.to(at::kFloat);
   auto second = testing::log_spaced_spectrum(4, 24, 1e4, 2).matrices.to(at::kFloat);
   InverseRootWorkspace workspace;
-  auto options = InverseRootOptions().method(RootMethod::NewtonDB);
+  auto options = dash::testing::solver_options(RootMethod::NewtonDB);
   auto held = inverse_root(first, 4, options, workspace);
   auto held_copy = held.clone();
   auto next = inverse_root(second, 4, options, workspace);

@@ -3,6 +3,7 @@
 #include <dash/optimizer.h>
 
 #include "support/captured_warnings.h"
+#include "support/solver_options.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -92,7 +93,7 @@ TEST(DashCheckpoint, ResumeIsBitIdentical) { expect_resume_is_bit_identical(opti
 // recompute its roots by eigh and drift from the uninterrupted one.
 TEST(DashCheckpoint, ResumeWithWarmStartedEigenbasesIsBitIdentical) {
   const auto diagnostics = expect_resume_is_bit_identical(
-      options().root(InverseRootOptions().method(RootMethod::EVD).eigen(EigenOptions().refresh_tolerance(0.2))),
+      options().root(dash::testing::solver_options(RootMethod::EVD).eigen(EigenOptions().refresh_tolerance(0.2))),
       "warm");
   int64_t warm_or_kept = 0;
   for (const auto& stack : diagnostics.factor_stacks) warm_or_kept += stack.roots_kept + stack.roots_warm_started;

@@ -5,6 +5,8 @@
 
 #include <dash/optimizer.h>
 
+#include "support/solver_options.h"
+
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
@@ -83,7 +85,7 @@ TEST(DashConvergence, WarmStartedEvdTrainsLikeEvd) {
   const int steps = 200;
   auto evd = [](double tolerance) {
     return DashOptions(0.1).start_step(1).root_frequency(5).root(
-        InverseRootOptions().method(RootMethod::EVD).eigen(EigenOptions().refresh_tolerance(tolerance)));
+        dash::testing::solver_options(RootMethod::EVD).eigen(EigenOptions().refresh_tolerance(tolerance)));
   };
   DashDiagnostics diagnostics;
   const double plain = final_loss(

@@ -4,6 +4,7 @@
 #include <dash/option_names.h>
 #include <dash/optimizer.h>
 
+#include "support/solver_options.h"
 #include "support/twin_steps.h"
 
 #include <ATen/ATen.h>
@@ -55,7 +56,8 @@ TEST_P(ExecutionModes, SequentialEqualsBatchedAfter20Steps) {
           .start_step(3)
           .root_frequency(2)
           .one_dimensional(OneDimensional::Shampoo1D)
-          .root(InverseRootOptions().method(GetParam()).epsilon(1e-6).chebyshev(ChebyshevOptions().interval_min(1e-2)));
+          .root(
+              dash::testing::solver_options(GetParam()).epsilon(1e-6).chebyshev(ChebyshevOptions().interval_min(1e-2)));
   auto batched = train(options);
   auto sequential = train(DashOptions(options).execution(Execution::Sequential));
   for (size_t i = 0; i < batched.size(); ++i) {
@@ -70,7 +72,7 @@ TEST_P(ExecutionModes, SequentialEqualsBatchedAfter20Steps) {
 // after 20 steps up to float32 rounding carried forward; a different root would
 // be off by O(1).
 TEST(NewtonDBByEigh, TrainsAsTheMatrixIteration) {
-  auto root = InverseRootOptions().method(RootMethod::NewtonDB).epsilon(1e-6);
+  auto root = dash::testing::solver_options(RootMethod::NewtonDB).epsilon(1e-6);
   root.scaling().method(Scaling::Frobenius);
   auto options = DashOptions(0.02).block_size(4).start_step(3).root_frequency(2).root(root);
   auto matmuls = train(options);
@@ -80,6 +82,34 @@ TEST(NewtonDBByEigh, TrainsAsTheMatrixIteration) {
     auto scale = matmuls[i].abs().max().item<double>();
     EXPECT_LE((matmuls[i] - by_eigh[i]).abs().max().item<double>() / scale, 1e-3) << "parameter " << i;
     EXPECT_TRUE(at::isfinite(by_eigh[i]).all().item<bool>());
+  }
+}
+
+// The default NewtonDBEvaluation::Auto runs NewtonDB by eigh on a CPU in float32,
+// bit for bit, and diagnostics() says so; with 16-bit matmuls it runs the iteration.
+TEST(NewtonDBByEigh, IsTheDefaultOnACpuInFloat32) {
+  ASSERT_EQ(DashOptions().root().method(), RootMethod::NewtonDB);
+  ASSERT_EQ(DashOptions().root().newton_db().evaluation(), NewtonDBEvaluation::Auto);
+  auto options = DashOptions(0.02).block_size(4).start_step(3).root_frequency(2);
+  options.root().epsilon(1e-6);
+  auto by_eigh = DashOptions(options);
+  by_eigh.root().newton_db().evaluation(NewtonDBEvaluation::Eigh);
+  const auto automatic = train(options);
+  const auto eigh = train(by_eigh);
+  for (size_t i = 0; i < automatic.size(); ++i) EXPECT_TRUE(at::equal(automatic[i], eigh[i])) << "parameter " << i;
+
+  for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::BF16}) {
+    auto param = at::randn({8, 6}).set_requires_grad(true);
+    Dash optimizer({param}, DashOptions(options).root(InverseRootOptions(options.root()).precision(precision)));
+    for (int t = 0; t < 3; ++t) {
+      param.mutable_grad() = at::randn({8, 6});
+      optimizer.step();
+    }
+    for (const auto& stack : optimizer.diagnostics().factor_stacks) {
+      EXPECT_EQ(stack.newton_db_evaluation,
+          precision == MatmulPrecision::FP32 ? NewtonDBEvaluation::Eigh : NewtonDBEvaluation::Matmuls)
+          << to_string(precision);
+    }
   }
 }
 
@@ -117,7 +147,7 @@ std::vector<double> move_differences(
 // EVD roots from the first step on, recomputed every third step.
 DashOptions preconditioning_test_options(Execution execution) {
   return DashOptions(0.1).block_size(8).start_step(1).root_frequency(3).execution(execution).root(
-      InverseRootOptions().method(RootMethod::EVD).epsilon(1e-6));
+      dash::testing::solver_options(RootMethod::EVD).epsilon(1e-6));
 }
 
 // preconditioning_precision BF16 is the float32 step up to bfloat16's rounding of
@@ -200,7 +230,7 @@ TEST(PreconditioningPrecision, SwitchesBetweenStepsAndTakesBlockSubsets) {
 // diagnostics() and survives a checkpoint.
 TEST(ExecutionAuto, ChoosesPerStackAndMatchesBatchedBitwise) {
   auto options = DashOptions(0.02).block_size(4).start_step(2).root_frequency(3).root(
-      InverseRootOptions().method(RootMethod::NewtonDB).epsilon(1e-6));
+      dash::testing::solver_options(RootMethod::NewtonDB).epsilon(1e-6));
   ASSERT_EQ(DashOptions().execution(), Execution::Auto) << "the default";
   auto generator = at::detail::createCPUGenerator(5);
   std::vector<at::Tensor> params = {at::randn({10, 6}, generator), at::randn({8, 8}, generator)};
@@ -250,7 +280,7 @@ TEST(RootMethodAuto, ChoosesOnceAndThenMatchesTheChosenMethodBitwise) {
                      .start_step(2)
                      .root_frequency(3)
                      .execution(Execution::Batched)
-                     .root(InverseRootOptions().method(RootMethod::Auto).epsilon(1e-6));
+                     .root(dash::testing::solver_options(RootMethod::Auto).epsilon(1e-6));
   auto run = [&](const DashOptions& run_options, std::unique_ptr<Dash>& optimizer, at::Tensor& param) {
     auto generator = at::detail::createCPUGenerator(7);
     param = at::randn({16, 16}, generator).set_requires_grad(true);

@@ -3,6 +3,8 @@
 
 #include <dash/optimizer.h>
 
+#include "support/solver_options.h"
+
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -64,7 +66,7 @@ TEST(DashHandWorked, TwoStepsOnARaggedThreeByTwoParameter) {
                               .beta_factor(beta_factor)
                               .beta_graft(beta_graft)
                               .eps_graft(eps_graft)
-                              .root(InverseRootOptions().method(RootMethod::EVD).epsilon(epsilon)));
+                              .root(dash::testing::solver_options(RootMethod::EVD).epsilon(epsilon)));
   for (const auto& g : gradients) {
     param.mutable_grad() = g.to(at::kFloat);
     optimizer.step();

@@ -7,6 +7,7 @@
 #include <torch/optim/adam.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include "support/error_message.h"
+#include "support/solver_options.h"
 #include "support/twin_steps.h"
 
 #include <gmock/gmock.h>
@@ -25,7 +26,7 @@ using ::testing::HasSubstr;
 using testing::error_of;
 
 DashOptions preconditioned_from_step_one(RootMethod method) {
-  return DashOptions(0.01).block_size(4).start_step(1).root_frequency(1).root(InverseRootOptions().method(method));
+  return DashOptions(0.01).block_size(4).start_step(1).root_frequency(1).root(dash::testing::solver_options(method));
 }
 
 // Finite gradients never give non-finite parameters: zero gradients, scales from
@@ -63,8 +64,9 @@ TEST(DashSafety, DivergedFiniteRootsAreFailuresNotUpdates) {
   auto singular_values = at::cat({at::ones({64}), at::full({64}, 1e-2)});
   const auto gradient = at::matmul(u * singular_values, v.transpose(0, 1));
   auto param = at::randn({128, 128}, generator).set_requires_grad(true);
-  Dash optimizer({param}, DashOptions(0.01).block_size(128).start_step(1).root_frequency(1).root(
-                              InverseRootOptions().method(RootMethod::CoupledNewton).precision(MatmulPrecision::BF16)));
+  Dash optimizer(
+      {param}, DashOptions(0.01).block_size(128).start_step(1).root_frequency(1).root(
+                   dash::testing::solver_options(RootMethod::CoupledNewton).precision(MatmulPrecision::BF16)));
   for (int t = 0; t < 3; ++t) {
     param.mutable_grad() = gradient.clone();
     optimizer.step();

@@ -4,6 +4,8 @@
 
 #include "optim/dash_options.h"
 
+#include "support/solver_options.h"
+
 #include <ATen/ATen.h>
 #include <gtest/gtest.h>
 
@@ -41,7 +43,7 @@ TEST(StateShapingOptions, LayoutFollowsTheShapesOfTheState) {
   EXPECT_EQ(state_layout(base), state_layout(DashOptions(base).grafting(GraftingType::RMSprop)));
   EXPECT_EQ(state_layout(base), state_layout(DashOptions(base).momentum(0.9)));
   EXPECT_EQ(
-      state_layout(base), state_layout(DashOptions(base).lr(0.5).root(InverseRootOptions().method(RootMethod::EVD))));
+      state_layout(base), state_layout(DashOptions(base).lr(0.5).root(dash::testing::solver_options(RootMethod::EVD))));
   EXPECT_NE(state_layout(base), state_layout(DashOptions(base).grafting(GraftingType::SGD)));
   EXPECT_NE(state_layout(base), state_layout(DashOptions(base).momentum(0.0)));
   EXPECT_NE(state_layout(base), state_layout(DashOptions(base).block_size(512)));

@@ -50,12 +50,25 @@ def test_newton_db_by_eigh_is_the_matrix_iterations_root(device):
     # κ = 1e6: ten steps are far from the exact root, and evaluating them on the
     # eigenvalues must give that same under-resolved root, not the exact one.
     matrices = spd_stack(3, 32, condition=1e6, seed=2).to(device)
-    matmuls = dash.inverse_root(matrices, 4, method="ndb", scaling="fro", epsilon=0.0)
+    matmuls = dash.inverse_root(matrices, 4, method="ndb", scaling="fro", epsilon=0.0, newton_db_evaluation="matmuls")
     by_eigh = dash.inverse_root(matrices, 4, method="ndb", scaling="fro", epsilon=0.0, newton_db_evaluation="eigh")
     assert relative_error(by_eigh.cpu(), matmuls.cpu().double()) < 1e-8
     assert relative_error(by_eigh.cpu(), reference_root(matrices.cpu(), 4, 0.0)) > 0.1
-    with pytest.raises(ValueError, match="matmuls, eigh"):
+    with pytest.raises(ValueError, match="matmuls, eigh, auto"):
         dash.inverse_root(matrices, 4, method="ndb", newton_db_evaluation="svd")
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_newton_db_evaluation_auto_is_eigh_on_a_cpu_in_fp32_and_matmuls_otherwise(device):
+    matrices = spd_stack(3, 32, condition=1e3, seed=3).float().to(device)
+    for precision in ("fp32", "bf16"):
+        options = dict(method="ndb", precision=precision, epsilon=1e-6)
+        default = dash.inverse_root(matrices, 4, **options)
+        by_eigh = dash.inverse_root(matrices, 4, **options, newton_db_evaluation="eigh")
+        matmuls = dash.inverse_root(matrices, 4, **options, newton_db_evaluation="matmuls")
+        assert not torch.equal(by_eigh, matmuls)
+        expected = by_eigh if device == "cpu" and precision == "fp32" else matmuls
+        assert torch.equal(default, expected), (device, precision)
 
 
 def test_minimax_with_16_bit_matmuls_warns():

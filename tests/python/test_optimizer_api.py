@@ -494,20 +494,26 @@ def reloaded(optimizer, **options):
     return loaded
 
 
-def test_newton_db_by_eigh_trains_as_newton_db_and_survives_a_state_dict():
+def test_newton_db_by_eigh_trains_as_newton_db_is_the_cpu_default_and_survives_a_state_dict():
     # Frobenius scaling: the same scale in both evaluations, so the parameters differ
     # by float32 rounding only; a different root would be off by O(1).
+    # The default, "auto", is "eigh" on a CPU in fp32: bit for bit, and in diagnostics().
     options = {**OPTIONS, "root_method": "ndb", "scaling": "fro"}
+    assert dash.default_options()["newton_db_evaluation"] == "auto"
     results = {}
-    for evaluation in ("matmuls", "eigh"):
+    for evaluation in ("matmuls", "eigh", "auto"):
         params = make_params()
         optimizer = dash.Dash(params, lr=0.01, **options, newton_db_evaluation=evaluation)
         assert optimizer.param_groups[0]["newton_db_evaluation"] == evaluation
         for gradients in fixed_gradients(params, 6):
             apply_step(optimizer, params, gradients)
         results[evaluation] = flat(params)
+        in_use = {stack["newton_db_evaluation"] for stack in optimizer.diagnostics()["factor_stacks"]}
+        assert in_use == {"matmuls" if evaluation == "matmuls" else "eigh"}, evaluation
     torch.testing.assert_close(results["eigh"], results["matmuls"], rtol=1e-3, atol=1e-4)
-    assert reloaded(optimizer, **options).param_groups[0]["newton_db_evaluation"] == "eigh"
+    assert not torch.equal(results["eigh"], results["matmuls"])
+    assert torch.equal(results["auto"], results["eigh"])
+    assert reloaded(optimizer, **options).param_groups[0]["newton_db_evaluation"] == "auto"
 
 
 def test_bf16_preconditioning_moves_as_fp32_up_to_rounding_and_survives_a_state_dict():
