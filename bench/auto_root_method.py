@@ -69,7 +69,8 @@ def plain_error(stack, p, epsilon, method, precision):
     values, vectors = torch.linalg.eigh(stack.double())
     values = values.clamp_min(0) + epsilon
     exact = (vectors * values.pow(-1.0 / p).unsqueeze(-2)) @ vectors.transpose(-1, -2)
-    root = dash.inverse_root(stack, p, method=method, precision=precision, epsilon=epsilon).double()
+    root = dash.inverse_root(stack, p, method=method, precision=precision, epsilon=epsilon,
+                             newton_db_evaluation="matmuls").double()
     return ((root - exact).flatten(1).norm(dim=1) / exact.flatten(1).norm(dim=1)).max().item()
 
 
@@ -92,7 +93,8 @@ def main():
         print(f"step {step}: {stack.shape[0]} factors of {BLOCK}×{BLOCK}", flush=True)
         for epsilon in (float(e) for e in args.epsilons.split(",")):
             for precision in args.precisions.split(","):
-                choice = dash.choose_root_method(stack, 4, epsilon=epsilon, precision=precision)
+                choice = dash.choose_root_method(stack, 4, epsilon=epsilon, precision=precision,
+                                                 newton_db_evaluation="matmuls")
                 for trial in choice["trials"]:
                     plain = plain_error(stack, 4, epsilon, trial["method"], precision)
                     chosen = "**chosen**" if trial["method"] == choice["method"] else ""

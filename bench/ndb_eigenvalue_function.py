@@ -78,7 +78,7 @@ def main():
     for step in steps:
         stack = snapshots[step].float()
         exact, weight = exact_root_and_weight(snapshots[step], args.epsilon)
-        matmuls, matmuls_ms = timed(stack, epsilon=args.epsilon)
+        matmuls, matmuls_ms = timed(stack, epsilon=args.epsilon, newton_db_evaluation="matmuls")
         by_eigh, eigh_ms = timed(stack, epsilon=args.epsilon, newton_db_evaluation="eigh")
         print(f"| {step} | {stack.shape[0]} | {errors(by_eigh, matmuls.double(), weight)} | "
               f"{errors(matmuls, exact, weight)} | {errors(by_eigh, exact, weight)} | {matmuls_ms:.0f} | {eigh_ms:.0f} |",

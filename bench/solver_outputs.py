@@ -43,7 +43,8 @@ def save(path):
             continue
         key = f"{name}|{method}|{precision}|{p}|{scaling}|{sorted(extra.items())}"
         try:
-            out[key] = dash.inverse_root(matrices, p, method=method, precision=precision, scaling=scaling, **extra)
+            out[key] = dash.inverse_root(matrices, p, method=method, precision=precision, scaling=scaling,
+                                         newton_db_evaluation="matmuls", **extra)
         except Exception as error:  # an error is an output too: both builds should raise it
             out[key] = str(error)
     for (name, matrices), precision, scaling in itertools.product(stacks.items(), ["bf16", "fp16", "fp32"],
@@ -54,7 +55,7 @@ def save(path):
     for method, precision in [("ndb", "bf16"), ("cn", "fp16"), ("chebyshev", "bf16"), ("ndb", "fp32"), ("cn", "fp32")]:
         model = torch.nn.Sequential(torch.nn.Linear(40, 70), torch.nn.Tanh(), torch.nn.Linear(70, 5))
         optimizer = dash.Dash(model.parameters(), lr=1e-2, block_size=32, root_frequency=2, start_step=1,
-                              root_method=method, precision=precision)
+                              root_method=method, precision=precision, newton_db_evaluation="matmuls")
         x, y = torch.randn(64, 40), torch.randn(64, 5)
         for _ in range(7):
             optimizer.zero_grad()

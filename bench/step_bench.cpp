@@ -286,8 +286,14 @@ std::vector<Measurement> measure_all(const std::vector<Configuration>& configs, 
   return results;
 }
 
+// A row label's NewtonDB evaluation: none for the matmul iteration.
+std::string evaluation_label(NewtonDBEvaluation evaluation) {
+  return evaluation == NewtonDBEvaluation::Matmuls ? std::string() : " by " + to_string(evaluation);
+}
+
 // The root options a method is measured with, each with its label: EVD once per
-// eigen_refresh_tolerance (warm-started eigenbases), NDB once per evaluation and step polynomial,
+// eigen_refresh_tolerance (warm-started eigenbases), NDB once per evaluation and step polynomial
+// (and RootMethod::Auto once per evaluation of its NDB trial),
 // CN and NDB once per Newton step count.
 std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Arguments& arguments, RootMethod method) {
   const auto root = InverseRootOptions().method(method);
@@ -304,7 +310,7 @@ std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Ar
       for (const auto& polynomial_name : arguments.list("ndb-polynomials")) {
         const auto polynomial = parse_newton_db_polynomial(polynomial_name);
         variants.emplace_back(
-            (evaluation == NewtonDBEvaluation::Matmuls ? std::string() : " by " + to_string(evaluation)) +
+            evaluation_label(evaluation) +
                 (polynomial == NewtonDBPolynomial::NewtonSchulz
                         ? std::string()
                         : " " + to_string(polynomial) + " ℓ=" + arguments.text("minimax-interval-min")),
@@ -313,6 +319,12 @@ std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Ar
                                                    .interval_min(arguments.real("minimax-interval-min"))
                                                    .evaluation(evaluation)));
       }
+    }
+  } else if (method == RootMethod::Auto) {  // its NewtonDB trial once per evaluation
+    for (const auto& evaluation_name : arguments.list("ndb-evaluations")) {
+      const auto evaluation = parse_newton_db_evaluation(evaluation_name);
+      variants.emplace_back(
+          evaluation_label(evaluation), InverseRootOptions(root).newton_db(NewtonDBOptions().evaluation(evaluation)));
     }
   } else {
     variants.emplace_back(std::string(), root);

@@ -39,9 +39,9 @@ struct FactorStackDiagnostics {
   /// The root method its roots are computed with: the configured one, or
   /// RootMethod::Auto's choice (Auto until it is made).
   RootMethod root_method = RootMethod::EVD;
-  /// How NewtonDB computes this stack's roots, where root_method is NewtonDB:
-  /// Matmuls or Eigh (NewtonDBEvaluation::Auto resolved for the stack's device and
-  /// precision, resolve_newton_db_evaluation()).
+  /// How NewtonDB computes this stack's roots where root_method is NewtonDB (for
+  /// other methods, how it would): Matmuls or Eigh, NewtonDBEvaluation::Auto resolved
+  /// for the stack's device and precision (resolve_newton_db_evaluation()).
   NewtonDBEvaluation newton_db_evaluation = NewtonDBEvaluation::Matmuls;
   /// RootMethod::Auto: the time and error of every method it compared (empty after
   /// a checkpoint is loaded: the choice is saved, the trials are not).

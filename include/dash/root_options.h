@@ -70,7 +70,7 @@ enum class NewtonDBEvaluation {
   Matmuls,  ///< the coupled iteration on the matrices (the paper's; matmuls only)
   Eigh,     ///< one eigh, then the scalar iteration on the eigenvalues: NewtonDB's
             ///< root at EVD's cost, for devices where eigh is cheaper than the matmuls
-  Auto,     ///< whichever of the two is faster where the matrices are:
+  Auto,     ///< by a fixed rule from the device and the precision:
             ///< resolve_newton_db_evaluation()
 };
 
@@ -182,10 +182,12 @@ void check_inverse_root_options(int64_t p, const InverseRootOptions& options);
 
 /// The evaluation NewtonDB runs for matrices on `device`: Matmuls or Eigh as set, and
 /// for NewtonDBEvaluation::Auto Eigh on a CPU in FP32 precision, Matmuls elsewhere.
-/// A CPU's eigh costs less than NewtonDB's ~50 matmuls (0.59× the optimizer step on
-/// this project's 2-core machine, docs/results.md "NewtonDB by eigh"); a GPU's is
-/// slower than all of them ("GPU", docs/benchmarks.md); and a 16-bit precision asks
-/// for 16-bit matmuls, which eigh would not run.
+/// A rule, not a timing, so that the same options give the same roots on every run.
+/// Measured: on this project's 2-core CPU NewtonDB by eigh took 0.59× the optimizer
+/// step of its ~50 matmuls (docs/results.md, "NewtonDB by eigh"), and on an H200 the
+/// batched eigh was far slower than the matmuls (docs/benchmarks.md, "GPU"). A 16-bit
+/// precision asks for 16-bit matmuls, which eigh would not run. Other devices (MPS,
+/// XPU) get Matmuls, unmeasured.
 NewtonDBEvaluation resolve_newton_db_evaluation(const InverseRootOptions& options, const c10::Device& device);
 
 // Names, for command lines, config files and reports: to_string() gives the

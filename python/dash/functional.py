@@ -23,8 +23,9 @@ def inverse_root(matrices: torch.Tensor, p: int, **options) -> torch.Tensor:
     ``tolerance_check_interval``, ``power_iterations``, ``power_vectors``,
     ``power_margin``, ``chebyshev_degree``, ``chebyshev_interval_min``,
     ``eigen_heuristic``, ``newton_db_polynomial`` ("newton-schulz", "minimax3",
-    "minimax5"), ``minimax_interval_min``, ``newton_db_evaluation`` ("matmuls", or "eigh":
-    the same root from the eigenvalues, at EVD's cost). A matrix with non-finite entries gives an all-NaN root.
+    "minimax5"), ``minimax_interval_min``, ``newton_db_evaluation`` ("matmuls", "eigh":
+    the same root from the eigenvalues, at EVD's cost, or "auto", the default: "eigh" for
+    float32 roots on a CPU, "matmuls" elsewhere). A matrix with non-finite entries gives an all-NaN root.
     """
     return _C.inverse_root(matrices, p, **options)
 

@@ -70,7 +70,7 @@ TEST(InverseRootShapes, SingleMatrixAndDiagnosticsShapes) {
 // deliberately unconverged one (2 Newton steps at κ = 1e4).
 TEST(InverseRootShapes, ResidualSeparatesConvergedFromUnconverged) {
   auto a = log_spaced_spectrum(2, 32, 1e4, 3).matrices.to(at::kFloat);
-  auto options = InverseRootOptions().epsilon(0.0);
+  auto options = dash::testing::solver_options(RootMethod::NewtonDB).epsilon(0.0);
   auto converged = inverse_root_with_diagnostics(a, 4, InverseRootOptions(options).newton(NewtonOptions().steps(30)));
   auto unconverged = inverse_root_with_diagnostics(a, 4, InverseRootOptions(options).newton(NewtonOptions().steps(2)));
   EXPECT_LE(converged.residual.max().item<double>(), 1e-3);

@@ -133,7 +133,8 @@ TEST(InverseRootAccuracy, OddRootsForEvdAndCoupledNewton) {
 
 TEST(InverseRootAccuracy, NewtonDBEighthRootChainsThreePasses) {
   auto spectrum = log_spaced_spectrum(2, 32, 1e2, 6);
-  auto root = inverse_root(spectrum.matrices.to(at::kFloat), 8, InverseRootOptions().epsilon(0));
+  auto root =
+      inverse_root(spectrum.matrices.to(at::kFloat), 8, dash::testing::solver_options(RootMethod::NewtonDB).epsilon(0));
   EXPECT_LE(max_relative_error(root, reference_inverse_root(spectrum, 0.0, 8)), 1e-4);
 }
 

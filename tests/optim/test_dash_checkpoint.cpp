@@ -104,31 +104,52 @@ TEST(DashCheckpoint, ResumeWithWarmStartedEigenbasesIsBitIdentical) {
 // FLT_MIN (subnormal, or 0 where flushed, in the float32 statistics), loads with ε
 // raised to FLT_MIN and a warning naming the option; a checkpoint's ε of 0 (never
 // accepted) is still an error.
+// The options `archive` holds, through a file's bytes as a checkpoint's travel.
+DashOptions options_from(torch::serialize::OutputArchive& archive) {
+  std::ostringstream bytes;
+  archive.save_to(bytes);
+  torch::serialize::InputArchive input;
+  std::istringstream stream(bytes.str());
+  input.load_from(stream);
+  DashOptions loaded;
+  loaded.serialize(input);
+  return loaded;
+}
+
+DashOptions saved_and_loaded(const DashOptions& written) {
+  torch::serialize::OutputArchive archive;
+  written.serialize(archive);
+  return options_from(archive);
+}
+
 TEST(DashCheckpoint, SubnormalEpsilonOfAnOlderCheckpointIsRaisedWithAWarning) {
-  auto load_options = [](const DashOptions& written) {
-    torch::serialize::OutputArchive archive;
-    written.serialize(archive);
-    std::ostringstream bytes;
-    archive.save_to(bytes);
-    torch::serialize::InputArchive input;
-    std::istringstream stream(bytes.str());
-    input.load_from(stream);
-    DashOptions loaded;
-    loaded.serialize(input);
-    return loaded;
-  };
   std::string warnings;
   {
     testing::CapturedWarnings captured;
-    const auto loaded = load_options(DashOptions().eps_graft(1e-40).adamw_eps(1e-39));
+    const auto loaded = saved_and_loaded(DashOptions().eps_graft(1e-40).adamw_eps(1e-39));
     warnings = captured.text();
     EXPECT_EQ(loaded.eps_graft(), static_cast<double>(std::numeric_limits<float>::min()));
     EXPECT_EQ(loaded.adamw_eps(), static_cast<double>(std::numeric_limits<float>::min()));
   }
   EXPECT_THAT(warnings, ::testing::HasSubstr("eps_graft 1e-40 is below float32's smallest normal number"));
   EXPECT_THAT(warnings, ::testing::HasSubstr("adamw_eps"));
-  EXPECT_EQ(load_options(DashOptions().eps_graft(1e-8)).eps_graft(), 1e-8) << "a normal ε is kept as it is";
-  EXPECT_THROW(load_options(DashOptions().eps_graft(0.0)), c10::Error);
+  EXPECT_EQ(saved_and_loaded(DashOptions().eps_graft(1e-8)).eps_graft(), 1e-8) << "a normal ε is kept as it is";
+  EXPECT_THROW(saved_and_loaded(DashOptions().eps_graft(0.0)), c10::Error);
+}
+
+// A checkpoint keeps its NewtonDB evaluation, Auto included; one written before the
+// option existed ran the matmul iteration, and resumes with it.
+TEST(DashCheckpoint, NewtonDBEvaluationIsKeptAndOlderCheckpointsRunTheMatmulIteration) {
+  for (auto evaluation : {NewtonDBEvaluation::Matmuls, NewtonDBEvaluation::Eigh, NewtonDBEvaluation::Auto}) {
+    auto written = DashOptions();
+    written.root().newton_db().evaluation(evaluation);
+    EXPECT_EQ(saved_and_loaded(written).root().newton_db().evaluation(), evaluation);
+  }
+  torch::serialize::OutputArchive older;  // only some options, none of them the evaluation
+  older.write("lr", c10::IValue(0.5));
+  const auto loaded = options_from(older);
+  EXPECT_EQ(loaded.lr(), 0.5);
+  EXPECT_EQ(loaded.root().newton_db().evaluation(), NewtonDBEvaluation::Matmuls);
 }
 
 // The rounded roots of bfloat16 preconditioning are not saved: the resumed run
