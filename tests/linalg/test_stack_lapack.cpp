@@ -4,6 +4,7 @@
 // it gets alone; eigh and QR against float64 references.
 
 #include "linalg/stack_lapack.h"
+#include "support/allocation_counter.h"
 
 #include <ATen/ATen.h>
 #include <ATen/core/grad_mode.h>
@@ -12,6 +13,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <iostream>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -165,6 +168,30 @@ TEST(StackLapack, QrFactorsTheStack) {
   const auto [reference_q, reference_r] = at::linalg_qr(stack.to(at::kDouble));
   EXPECT_LT(
       (r.to(at::kDouble) - reference_r).abs().max().item<double>(), 1e-4 * reference_r.abs().max().item<double>());
+}
+
+// The counter sees every thread of a split (the helpers carry the caller's
+// thread-local state), and counts exactly while they report at once; the test
+// splits only where the split runs threads (a pthreads OpenBLAS, two cores or more).
+TEST(AllocationCounter, CountsEveryThreadOfASplitExactly) {
+  const at::Device cpu(at::kCPU);
+  constexpr int64_t kItems = 64;
+  constexpr int64_t kPerItem = 50;
+  std::atomic<int64_t> ranges{0};
+  testing::CountAllocations counter;
+  for_each_range(kItems, cpu, [&](int64_t first, int64_t last) {
+    ++ranges;
+    for (int64_t item = first; item < last; ++item) {
+      for (int64_t i = 0; i < kPerItem; ++i) (void)at::empty({16});
+    }
+  });
+  EXPECT_EQ(counter.reporter().count.load(), kItems * kPerItem);
+  EXPECT_EQ(counter.reporter().in_matmul.load(), 0);
+  if (stack_lapack_plan(kItems, cpu).workers < 2) {
+    std::cout << "one range: the split ran on this thread only\n";
+  } else {
+    EXPECT_GE(ranges.load(), 2);
+  }
 }
 
 }  // namespace

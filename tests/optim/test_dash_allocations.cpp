@@ -1,8 +1,9 @@
 // Allocation-free steady state: after warm-up, a non-root optimizer step
 // allocates nothing of stack size, and neither the solvers' iterations nor a
 // whole root step allocate more with more Newton steps or more optimizer steps.
-// Allocations are counted through c10's memory-reporting hook on this thread
-// (tests/support/allocation_counter.h), the same on CPU and CUDA.
+// Allocations are counted through c10's memory-reporting hook on this thread and
+// the helper threads of its splits (tests/support/allocation_counter.h), the same
+// on CPU and CUDA.
 
 #include <dash/inverse_root.h>
 #include <dash/optimizer.h>
