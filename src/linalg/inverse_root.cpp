@@ -64,7 +64,7 @@ void raise_to_sixteen_bit_floor(at::Tensor& normalized, const at::Tensor& epsilo
 }
 
 // NewtonDB evaluated on the eigenvalues from one eigh (NewtonDBEvaluation::Eigh, or
-// Auto where that is the faster).
+// Auto where it resolves to Eigh).
 bool newton_db_by_eigh(const InverseRootOptions& options, const at::Device& device) {
   return options.method() == RootMethod::NewtonDB &&
          resolve_newton_db_evaluation(options, device) == NewtonDBEvaluation::Eigh;
