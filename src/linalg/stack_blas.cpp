@@ -1,5 +1,6 @@
 #include "linalg/stack_blas.h"
 
+#include "linalg/cpu_features.h"
 #include "linalg/stack_lapack.h"
 
 #include <ATen/ATen.h>
@@ -57,6 +58,9 @@ at::Tensor& stack_bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor
   TORCH_CHECK(out.dim() == 3 && a.dim() == 3 && b.dim() == 3 && a.size(0) == out.size(0) && b.size(0) == out.size(0) &&
                   a.size(2) == b.size(1) && out.size(1) == a.size(1) && out.size(2) == b.size(2),
       "dash: stack_bmm_out: ", a.sizes(), " @ ", b.sizes(), " does not fit ", out.sizes());
+  if (out.is_cpu() && cpu_lacks_native_matmul(out.scalar_type())) {
+    TORCH_WARN_ONCE(slow_cpu_matmul_warning(out.scalar_type()));
+  }
   if (one_call_suffices(out, a, stack_lapack_plan(out.size(0), out.device()))) {
     bmm_out_scaled(out, a, b, alpha);
     return out;

@@ -2,6 +2,7 @@
 // against float64, their results exactly symmetric and the same for a matrix alone
 // as in a stack; bmm over ranges; what each refuses, and the plans' reasons.
 
+#include "linalg/cpu_features.h"
 #include "linalg/stack_blas.h"
 #include "linalg/stack_lapack.h"
 #include "support/error_message.h"
@@ -377,6 +378,26 @@ TEST(StackBlas, TheSymmetricProductPlanSaysWhy) {
       plan.description, HasSubstr(plan.one_triangle ? "column panels of the lower triangle" : "one GEMM per stack ("));
   if (stack_lapack_plan(16, at::Device(at::kCPU)).workers > 1) EXPECT_TRUE(plan.one_triangle) << plan.description;
   EXPECT_FALSE(stack_symmetric_product_plan(at::Device(at::kCUDA, 0)).one_triangle);
+}
+
+// The CPU's 16-bit matmul instructions as dash decodes CPUID, against GCC's own
+// decoding of it; and the warning that stack_bmm_out() gives once where they are
+// missing (this project's CPU has AVX512-BF16, so it gives none here).
+TEST(CpuFeatures, SixteenBitMatmulInstructionsAreTheCpusOwn) {
+  EXPECT_FALSE(cpu_lacks_native_matmul(at::kFloat));
+  EXPECT_FALSE(cpu_lacks_native_matmul(at::kDouble));
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+  __builtin_cpu_init();
+  const bool bfloat16 = __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
+  EXPECT_EQ(cpu_lacks_native_matmul(at::kBFloat16), !bfloat16);
+  // AMX-FP16 comes with AVX512-FP16 on every CPU that has it; GCC 12 cannot name it.
+  EXPECT_EQ(cpu_lacks_native_matmul(at::kHalf), !__builtin_cpu_supports("avx512fp16"));
+  std::cout << "bfloat16 matmul instructions: " << (bfloat16 ? "yes" : "no") << "\n";
+#endif
+  EXPECT_THAT(slow_cpu_matmul_warning(at::kBFloat16),
+      HasSubstr("bfloat16 matmuls on a CPU without AVX512-BF16 or AMX-BF16 instructions"));
+  EXPECT_THAT(slow_cpu_matmul_warning(at::kHalf), HasSubstr("float16 matmuls on a CPU without AVX512-FP16"));
+  EXPECT_THAT(slow_cpu_matmul_warning(at::kHalf), HasSubstr("--precisions fp32,fp16"));
 }
 
 }  // namespace
