@@ -29,8 +29,10 @@ void write(torch::serialize::OutputArchive& archive, const char* name, Value val
   archive.write(name, c10::IValue(value));
 }
 
-// A key missing from the archive keeps the default: checkpoints written before an
-// option existed load with the behaviour they were written with.
+// A key missing from the archive keeps the fallback: checkpoints written before an
+// option existed load with the behaviour they were written with. The fallback is
+// the default, except where the default changed after the option appeared
+// (newton_db_evaluation, below): there it is the value such checkpoints ran with.
 template <typename Value>
 Value read(torch::serialize::InputArchive& archive, const char* name, Value fallback) {
   c10::IValue value;

@@ -8,6 +8,7 @@
 #include <dash/inverse_root.h>
 #include <dash/option_names.h>
 
+#include "support/solver_options.h"
 #include "support/spd_matrices.h"
 
 #include <ATen/ATen.h>
@@ -33,9 +34,8 @@ InverseRootOptions newton_db(NewtonDBEvaluation evaluation, Scaling scaling = Sc
       .newton_db(NewtonDBOptions().evaluation(evaluation));
 }
 
-InverseRootOptions by_eigh(InverseRootOptions options) {
-  options.newton_db().evaluation(NewtonDBEvaluation::Eigh);
-  return options;
+InverseRootOptions by_eigh(const InverseRootOptions& options) {
+  return testing::with_evaluation(options, NewtonDBEvaluation::Eigh);
 }
 
 // Rounding of the float64 matrix iteration over ~20 products, amplified by the
@@ -78,8 +78,7 @@ TEST(NewtonDBEvaluationAuto, IsEighOnACpuInFloat32AndMatmulsElsewhere) {
   for (auto set : {NewtonDBEvaluation::Matmuls, NewtonDBEvaluation::Eigh}) {
     for (const auto& device : {cpu, cuda}) {
       for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::BF16}) {
-        auto fixed = InverseRootOptions(options).precision(precision);
-        fixed.newton_db().evaluation(set);
+        const auto fixed = testing::with_evaluation(InverseRootOptions(options).precision(precision), set);
         EXPECT_EQ(resolve_newton_db_evaluation(fixed, device), set);
       }
     }
@@ -91,9 +90,7 @@ TEST(NewtonDBEvaluationAuto, ComputesTheRootsOfWhatItResolvesTo) {
   for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::BF16}) {
     auto options = InverseRootOptions().method(RootMethod::NewtonDB).epsilon(1e-6).precision(precision);
     auto with = [&](NewtonDBEvaluation evaluation) {
-      auto set = options;
-      set.newton_db().evaluation(evaluation);
-      return inverse_root(matrices, 4, set);
+      return inverse_root(matrices, 4, testing::with_evaluation(options, evaluation));
     };
     const auto matmuls = with(NewtonDBEvaluation::Matmuls);
     const auto eigh = with(NewtonDBEvaluation::Eigh);

@@ -167,11 +167,7 @@ TEST(SolverCost, DeviceCountEqualsTheMatmulsAsRun) {
 // without a device it counts as the matmul iteration.
 TEST(SolverCost, NewtonDBAutoCostsWhatItRunsOnTheDevice) {
   const auto automatic = InverseRootOptions().method(RootMethod::NewtonDB);
-  auto with = [&](NewtonDBEvaluation evaluation) {
-    auto set = automatic;
-    set.newton_db().evaluation(evaluation);
-    return set;
-  };
+  auto with = [&](NewtonDBEvaluation evaluation) { return testing::with_evaluation(automatic, evaluation); };
   const at::Device cpu(at::kCPU);
   const at::Device cuda(at::kCUDA, 0);
   EXPECT_DOUBLE_EQ(
@@ -181,9 +177,8 @@ TEST(SolverCost, NewtonDBAutoCostsWhatItRunsOnTheDevice) {
   EXPECT_DOUBLE_EQ(inverse_root_flops(3, 64, 4, automatic, cuda),
       inverse_root_flops(3, 64, 4, with(NewtonDBEvaluation::Matmuls), cuda));
   const auto bf16 = InverseRootOptions(automatic).precision(MatmulPrecision::BF16);
-  auto bf16_matmuls = bf16;
-  bf16_matmuls.newton_db().evaluation(NewtonDBEvaluation::Matmuls);
-  EXPECT_DOUBLE_EQ(inverse_root_flops(3, 64, 4, bf16, cpu), inverse_root_flops(3, 64, 4, bf16_matmuls, cpu));
+  EXPECT_DOUBLE_EQ(inverse_root_flops(3, 64, 4, bf16, cpu),
+      inverse_root_flops(3, 64, 4, testing::with_evaluation(bf16, NewtonDBEvaluation::Matmuls), cpu));
   EXPECT_LT(inverse_root_flops(3, 64, 4, automatic, cpu), inverse_root_flops(3, 64, 4, automatic, cuda) / 4);
 }
 
