@@ -139,25 +139,25 @@ at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int
 Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& options, bool keep_normalized_root,
     linalg::Scratch& scratch, Eigenbasis* basis = nullptr) {
   auto a = stack.to(work_type(stack));
-  const auto identity = linalg::identity_like(a);
   // A matrix with a NaN/Inf entry, a non-symmetric one, or (for the matmul-only
   // solvers, which assume A ⪰ 0) one with a negative diagonal entry is solved as I
   // (so that no solver, nor eigh, sees it and the rest of the stack is
   // unaffected) and its root set to NaN: a failure the caller sees, not a root.
   // EVD's heuristics are meant for indefinite input, so EVD takes those.
-  const bool evd = options.method() == RootMethod::EVD;
-  auto admissible = linalg::admissible_matrices(a, /*positive_diagonal=*/!evd, scratch);
-  auto normalized = scratch.empty_like(a);
-  at::where_out(normalized, admissible, a, identity);
   // EVD applies ε inside its eigenvalue heuristic (as Distributed Shampoo does);
   // the matmul-only solvers get it on the diagonal.
-  if (options.epsilon() > 0.0 && !evd) normalized.diagonal(0, -2, -1).add_(options.epsilon());
+  const bool evd = options.method() == RootMethod::EVD;
+  auto admitted = linalg::admit_matrices(a, /*positive_diagonal=*/!evd,
+      /*diagonal_shift=*/options.epsilon() > 0.0 && !evd ? options.epsilon() : 0.0, scratch);
+  auto normalized = std::move(admitted.matrices);
+  auto admissible = std::move(admitted.admissible);
 
   // Solutions from eigenvalues need no spectral bound, only a scale that keeps
   // entries near 1 (NewtonDB's scale then comes from the eigenvalues themselves).
   const bool from_eigenvalues = evd || newton_db_by_eigh(options, a.device());
-  auto scale = from_eigenvalues ? linalg::largest_magnitude(normalized)
-                                : linalg::spectral_scale(normalized, options.scaling(), options.precision(), scratch);
+  auto scale = from_eigenvalues ? admitted.magnitude
+                                : linalg::spectral_scale(normalized, options.scaling(), options.precision(), scratch,
+                                      admitted.magnitude);
   // With ε added, λ_max ≥ ε; the floor only matters for an all-zero block at ε = 0.
   scale = scale.clamp_min(std::max(options.epsilon(), static_cast<double>(std::numeric_limits<float>::min())));
   // A scale beyond the float range (entries near FLT_MAX / (margin · b)) would
@@ -187,7 +187,9 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
   auto root_of_normalized = normalized_root(keep_normalized_root ? normalized : std::move(normalized), epsilon, p,
       options, keep_normalized_root, basis, scratch);
   if (basis != nullptr) basis->valid.logical_and_(admissible.view({-1}));  // an identity stood in for those
-  auto unscale = scale.pow(-1.0 / static_cast<double>(p));
+  // An inadmissible matrix's root is NaN: the unscaling writes it, with no pass of its own.
+  auto unscale = scale.pow(-1.0 / static_cast<double>(p))
+                     .masked_fill_(admissible.logical_not(), std::numeric_limits<double>::quiet_NaN());
   at::Tensor root;
   if (keep_normalized_root) {
     root = scratch.empty_like(root_of_normalized);
@@ -195,7 +197,6 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
   } else {
     root = root_of_normalized.mul_(unscale);
   }
-  root.masked_fill_(admissible.logical_not(), std::numeric_limits<double>::quiet_NaN());
   return {std::move(root), std::move(normalized), std::move(root_of_normalized)};
 }
 

@@ -84,8 +84,10 @@ at::Tensor chebyshev_root(const at::Tensor& normalized, const at::Tensor& epsilo
 at::Tensor power_start_vectors(int64_t b, int64_t v, const at::TensorOptions& options);
 
 /// estimate_spectral_scale() (<dash/inverse_root.h>) with its temporaries from `scratch`.
-at::Tensor spectral_scale(
-    const at::Tensor& matrices, const SpectralScaleOptions& options, MatmulPrecision precision, Scratch& scratch);
+/// `magnitude`, where the caller has it: largest_magnitude(matrices)
+/// (linalg/stack_reductions.h), (N, 1, 1) for a stack; computed here otherwise.
+at::Tensor spectral_scale(const at::Tensor& matrices, const SpectralScaleOptions& options, MatmulPrecision precision,
+    Scratch& scratch, const at::Tensor& magnitude = at::Tensor());
 
 /// Early stop of the Newton solvers: true on the steps where the tolerance is to
 /// be checked (only when a tolerance is asked for).

@@ -68,8 +68,8 @@ at::Tensor power_iteration_scale(const at::Tensor& a, int64_t vectors, const Spe
 
 namespace linalg {
 
-at::Tensor spectral_scale(
-    const at::Tensor& matrices, const SpectralScaleOptions& options, MatmulPrecision precision, Scratch& scratch) {
+at::Tensor spectral_scale(const at::Tensor& matrices, const SpectralScaleOptions& options, MatmulPrecision precision,
+    Scratch& scratch, const at::Tensor& magnitude_of_matrices) {
   TORCH_CHECK(matrices.dim() == 2 || matrices.dim() == 3,
       "dash::estimate_spectral_scale: expected a (b, b) matrix or an (N, b, b) stack, got ", matrices.dim(),
       " dimensions");
@@ -77,7 +77,8 @@ at::Tensor spectral_scale(
   auto a = single ? matrices.unsqueeze(0) : matrices;
   // Divide by the largest entry first: squares of entries above ~1e19 overflow
   // float32 in ‖A‖_F, and 16-bit power iteration needs entries near 1.
-  auto magnitude = linalg::largest_magnitude(a).clamp_min(std::numeric_limits<float>::min());
+  auto magnitude = (magnitude_of_matrices.defined() ? magnitude_of_matrices.view({-1, 1, 1}) : largest_magnitude(a))
+                       .clamp_min(std::numeric_limits<float>::min());
   auto unit = scratch.empty_like(a);
   at::div_out(unit, a, magnitude);
   at::Tensor relative;

@@ -2,6 +2,16 @@
 
 // Per-matrix reductions of an (N, b, b) stack that read it once and allocate only
 // (N, 1, 1) results: no stack-sized |A| or isfinite mask.
+//
+// On a CPU, float32 and float64 stacks whose rows are contiguous are read by
+// loops of their own, one matrix at a time, so that each matrix is read from
+// memory once and its further passes (the asymmetry, the copy that
+// admit_matrices() writes) find it in cache. ATen's reductions take one pass over
+// the stack each, and its a − aᵀ reads one operand across rows: on llama-tiny's
+// 452 factors of 256² on this project's CPU, the checks in front of a root
+// computation took about 100 ms as ATen ops (docs/benchmarks.md, "Memory passes
+// around the roots"). Elsewhere (GPUs, other dtypes) the same results come from
+// ATen's reductions.
 
 #include "linalg/scratch.h"
 
@@ -9,21 +19,33 @@
 
 namespace dash::linalg {
 
-/// max |a_ij| of each matrix, as max(max a, −min a), shape (N, 1, 1).
+/// max |a_ij| of each matrix, shape (N, 1, 1); NaN where a matrix has a NaN entry
+/// (so that a comparison with it is false), as max(max a, −min a) is.
 at::Tensor largest_magnitude(const at::Tensor& stack);
 
-/// Whether every entry of each matrix is finite, shape (N, 1, 1): a matrix's
-/// largest and smallest entries are finite exactly when all its entries are
-/// (NaN propagates through both reductions).
+/// Whether every entry of each matrix is finite, shape (N, 1, 1).
 at::Tensor finite_matrices(const at::Tensor& stack);
 
-/// Whether each matrix is one a root method can take, shape (N, 1, 1): finite,
-/// symmetric to within √ε_float32 · max |a_ij|, and (`positive_diagonal`, for the
-/// matmul-only solvers, which assume A ⪰ 0) no diagonal entry below
-/// −√ε_float32 · max |a_ij| (a positive semi-definite matrix has none). Necessary
-/// conditions only, checked on the device without a host sync; the asymmetry
-/// goes through a buffer from `scratch`.
-at::Tensor admissible_matrices(const at::Tensor& stack, bool positive_diagonal, Scratch& scratch);
+/// A stack as a root method takes it (inverse_root's front end, spec §5).
+struct AdmittedMatrices {
+  /// (N, b, b), a buffer of the Scratch: each admissible matrix, the identity in place of
+  /// the others, with `diagonal_shift` added to every diagonal entry.
+  at::Tensor matrices;
+  /// (N, 1, 1) bool: whether the input matrix is one a root method can take.
+  /// Finite, symmetric to within √ε_float32 · max |a_ij|, and (`positive_diagonal`,
+  /// for the matmul-only solvers, which assume A ⪰ 0) no diagonal entry below
+  /// −√ε_float32 · max |a_ij| (a positive semi-definite matrix has none). Necessary
+  /// conditions only, checked on the device without a host sync.
+  at::Tensor admissible;
+  /// (N, 1, 1): largest_magnitude(matrices), in the stack's dtype.
+  at::Tensor magnitude;
+};
+
+/// `stack` checked and copied for a root method: an inadmissible matrix is replaced
+/// by the identity so that no solver, nor eigh, sees it and the rest of the stack is
+/// unaffected. The shift is added in the stack's dtype, as `diagonal().add_()` does.
+AdmittedMatrices admit_matrices(
+    const at::Tensor& stack, bool positive_diagonal, double diagonal_shift, Scratch& scratch);
 
 /// Whether each root of a stack of (A + εI)^{-1/p} can be taken, shape (N, 1, 1):
 /// finite and, for ε > 0, no entry above 2·ε^{-1/p}. (A + εI)^{-1/p} ⪯ ε^{-1/p}·I

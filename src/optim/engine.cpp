@@ -3,6 +3,7 @@
 #include "common/device_clock.h"
 #include "linalg/batched_matmul.h"
 #include "linalg/stack_reductions.h"
+#include "linalg/stack_select.h"
 #include "optim/dash_options.h"
 #include "optim/distributor.h"
 #include "optim/grafting.h"
@@ -457,7 +458,7 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     auto failed = due_mask.defined() ? (due_mask & ~ok) : ~ok;
     state.failures.add_(failed.sum());
     part_failures.add_(failed).masked_fill_(ok, 0);
-    at::where_out(part_roots, ok.view({-1, 1, 1}), fresh, part_roots);
+    linalg::copy_matrices_where(part_roots, ok, fresh);
     // A factor that overflowed would fail every root after it (an EMA keeps the
     // Inf): it restarts from zero, as a new block's, and keeps its last good root.
     // So does one about to overflow (plain sums grow without bound): above
@@ -465,13 +466,13 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     const double near_overflow = static_cast<double>(std::numeric_limits<float>::max()) / (16.0 * stack.size);
     auto overflowed = (linalg::largest_magnitude(part_factors) <= near_overflow).view({-1}).logical_not();
     if (due_mask.defined()) overflowed = overflowed & due_mask;
-    part_factors.masked_fill_(overflowed.view({-1, 1, 1}), 0.0);
+    linalg::fill_matrices_where(part_factors, overflowed, 0.0);
     const auto resets = overflowed.sum();
     state.factor_resets.add_(resets);
     factor_resets_total_.add_(resets);
     if (warm_eigen) {
       // Only the factors whose root was taken move to their new basis.
-      at::where_out(part_vectors, ok.view({-1, 1, 1}), basis.vectors, part_vectors);
+      linalg::copy_matrices_where(part_vectors, ok, basis.vectors);
       at::where_out(part_valid, ok, basis.valid, part_valid);
       part_valid.masked_fill_(overflowed, false);
       state.refresh_counts.add_(at::one_hot(basis.status, 3).mul_(ok.unsqueeze(1)).sum(0));
