@@ -103,6 +103,13 @@ void for_each_stack_range(
   for_each_range(stack.size(0), stack.device(), solve, max_workers);
 }
 
+void for_each_pass_range(
+    const at::Tensor& stack, double bytes, const std::function<void(int64_t first, int64_t last)>& pass) {
+  const int64_t count = stack.dim() == 0 ? 1 : stack.size(0);
+  if (!stack.is_cpu() || at::get_num_threads() > 1) return pass(0, count);
+  for_each_range(count, stack.device(), pass, std::max<int64_t>(1, static_cast<int64_t>(bytes / kMinBytesPerRange)));
+}
+
 void for_each_range(int64_t count, const at::Device& device,
     const std::function<void(int64_t first, int64_t last)>& solve, int64_t max_workers) {
   const auto& blas = openblas();

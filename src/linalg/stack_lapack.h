@@ -68,6 +68,20 @@ void for_each_range(int64_t count, const at::Device& device,
     const std::function<void(int64_t first, int64_t last)>& solve,
     int64_t max_workers = std::numeric_limits<int64_t>::max());
 
+/// Memory-bound passes over a stack (element-wise updates, per-matrix norms) on the
+/// cores where ATen would run them on one: for_each_range() over the stack's
+/// matrices when it is a CPU stack and ATen's intra-op pool has a single thread
+/// (Debian's LibTorch on this project's 2-core machine, where one core moves about
+/// half the bytes per second that two do); otherwise pass(0, N) on the caller's
+/// thread, where ATen's own parallel loops use its pool. `bytes`, the memory the
+/// pass moves, caps the ranges at one per kMinBytesPerRange. Each range's ops act
+/// on its own matrices, so a matrix's result does not depend on the split.
+void for_each_pass_range(
+    const at::Tensor& stack, double bytes, const std::function<void(int64_t first, int64_t last)>& pass);
+
+/// Less memory traffic than this (≈ 0.1 ms on one core) is not worth a thread.
+constexpr double kMinBytesPerRange = 2e6;
+
 /// Whether for_each_range() can give its ranges a single-threaded BLAS: a
 /// pthreads OpenBLAS, found at run time.
 bool blas_threads_controllable();

@@ -32,9 +32,6 @@ std::vector<uint8_t> host_mask(const at::Tensor& mask) {
   return std::vector<uint8_t>(values, values + flat.numel());
 }
 
-// Below this many bytes a copy is not worth a second thread (~0.1 ms of memory traffic).
-constexpr double kMinBytesPerRange = 2e6;
-
 }  // namespace
 
 void copy_matrices_where(const at::Tensor& dst, const at::Tensor& mask, const at::Tensor& src) {

@@ -4,12 +4,34 @@
 #include "optim/grafting.h"
 
 #include "linalg/stack_blas.h"
+#include "linalg/stack_lapack.h"
 
 #include <ATen/ATen.h>
 
 #include <cmath>
 
 namespace dash::optim {
+namespace {
+
+// ‖t_i‖_F of each matrix, (N, 1, 1): ATen's norm, over the cores where its pool has
+// one thread (linalg::for_each_pass_range; the same numbers, each matrix's sum its own).
+at::Tensor frobenius_norms(const at::Tensor& t) {
+  auto norms = at::empty({t.size(0), 1, 1}, t.options());
+  linalg::for_each_pass_range(t, static_cast<double>(t.numel() * t.element_size()), [&](int64_t first, int64_t last) {
+    auto out = norms.slice(0, first, last);
+    at::linalg_vector_norm_out(out, t.slice(0, first, last), 2, {1, 2}, /*keepdim=*/true);
+  });
+  return norms;
+}
+
+// t_i ← t_i · factor_i for (N, 1, 1) factors, in place, over the cores as above.
+at::Tensor& scale_matrices_(at::Tensor& t, const at::Tensor& factors) {
+  linalg::for_each_pass_range(t, 2.0 * static_cast<double>(t.numel() * t.element_size()),
+      [&](int64_t first, int64_t last) { t.slice(0, first, last).mul_(factors.slice(0, first, last)); });
+  return t;
+}
+
+}  // namespace
 
 at::Tensor bias_correction(double beta, const at::Tensor& steps, bool enabled) {
   if (!enabled || beta == 0.0) return at::ones_like(steps);
@@ -58,7 +80,7 @@ at::Tensor preconditioned_direction(
   // i.e. no step — as AdamW, whose G² overflows there too.
   const bool rescale = grafting_for(grafting).rescales_update();
   at::Tensor graft_norm;
-  if (rescale) graft_norm = at::linalg_vector_norm(work.graft, 2, {1, 2}, /*keepdim=*/true);
+  if (rescale) graft_norm = frobenius_norms(work.graft);
   at::Tensor u;
   if (left_root.scalar_type() == work.ghat.scalar_type()) {
     linalg::stack_bmm_out(work.product, left_root, work.ghat);
@@ -77,7 +99,7 @@ at::Tensor preconditioned_direction(
   }
   if (!rescale) return scale == 1.0 ? u : u.mul_(scale);
   // The scale rides on the (n, 1, 1) ratio: no pass of its own over U.
-  return u.mul_(graft_norm.mul_(scale) / (at::linalg_vector_norm(u, 2, {1, 2}, /*keepdim=*/true) + 1e-16));
+  return scale_matrices_(u, graft_norm.mul_(scale) / (frobenius_norms(u) + 1e-16));
 }
 
 at::Tensor apply_momentum(const at::Tensor& direction, MomentState& state, const StepHyper& hyper) {

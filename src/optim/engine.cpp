@@ -259,8 +259,9 @@ bool Engine::collect_gradients(StepContext& context) {
 }
 
 // The step's one read back to the host: the largest gradient magnitude (NaN when
-// an entry is NaN: the reductions propagate it), from each buffer's minimum and
-// maximum, one reduction per buffer and no mask; with it the count of factors
+// an entry is NaN: the reductions propagate it), one pass per buffer and no mask
+// (linalg::largest_magnitude: on a CPU one read of each matrix, over the cores);
+// with it the count of factors
 // reset so far, so that a reset is announced without a read of its own. A single
 // process checks its gathered buffers (every gradient element is in a stack or a
 // segment, as float32); a rank of a distributed optimizer holds only its share and
@@ -269,12 +270,18 @@ bool Engine::collect_gradients(StepContext& context) {
 // (non_finite_gradients) or one above overflow_limit() (always skipped: the
 // float32 statistics would overflow and no later root could be computed).
 bool Engine::gradients_usable(StepContext& context) {
-  std::vector<at::Tensor> extremes;
+  std::vector<at::Tensor> magnitudes;
   auto add = [&](const at::Tensor& tensor) {
     if (tensor.numel() == 0) return;
-    auto [lowest, highest] = at::aminmax(tensor);
-    extremes.push_back(lowest.to(at::kFloat));
-    extremes.push_back(highest.to(at::kFloat));
+    if (tensor.dim() > 3) {
+      auto [lowest, highest] = at::aminmax(tensor);
+      magnitudes.push_back(at::maximum(highest, lowest.neg()).to(at::kFloat));
+      return;
+    }
+    // A stack (N, r, c) as it is, a matrix or a vector as a stack of one (views).
+    auto matrices = tensor;
+    while (matrices.dim() < 3) matrices = matrices.unsqueeze(0);
+    magnitudes.push_back(linalg::largest_magnitude(matrices).max().to(at::kFloat));
   };
   if (!distributor_->computes_every_block()) {
     for (size_t i = 0; i < params_.size(); ++i) {
@@ -285,8 +292,8 @@ bool Engine::gradients_usable(StepContext& context) {
     add(adamw_grad_);
   }
   // (No gradient elements at all: nothing to skip for; a zero stands in, allocated only then.)
-  auto largest_magnitude = extremes.empty() ? at::zeros({}, factor_resets_total_.options().dtype(at::kFloat))
-                                            : at::stack(extremes).abs().max();
+  auto largest_magnitude = magnitudes.empty() ? at::zeros({}, factor_resets_total_.options().dtype(at::kFloat))
+                                              : at::stack(magnitudes).max();
   std::vector<at::Tensor> read{largest_magnitude, factor_resets_total_.to(at::kFloat)};
   const auto exceeded = bounded_failures_exceeded(context);
   if (exceeded.defined()) read.push_back(exceeded);

@@ -126,20 +126,30 @@ TEST_F(BlockUpdate, FusedGraftingUsesEachBlocksBiasCorrectionAcrossThreadRanges)
   auto grad = random(shape);
   MomentState fused{random(shape), random(shape).abs(), at::Tensor(), at::arange(1, 8, at::kFloat).view({7, 1, 1})};
   MomentState unfused{fused.grad_ema.clone(), fused.graft_stat.clone(), at::Tensor(), fused.steps.clone()};
+  MomentState split{fused.grad_ema.clone(), fused.graft_stat.clone(), at::Tensor(), fused.steps.clone()};
   const auto m = fused.grad_ema.to(at::kDouble);
   const auto a = fused.graft_stat.to(at::kDouble);
   StepHyper hyper;  // Adam with bias correction
   auto fused_work = Workspace::like(grad);
   auto unfused_work = Workspace::like(grad);
-  {
-    // Four ATen threads, whatever the machine has: ranges then start inside blocks.
-    const int threads = at::get_num_threads();
-    at::set_num_threads(4);
-    const bool fused_ran =
-        grafting_for(hyper.grafting).fused_step(grad, fused, hyper, fused_work.ghat, fused_work.graft);
+  auto split_work = Workspace::like(grad);
+  // The fused pass with `threads` ATen threads, whatever the machine has.
+  auto fused_with_threads = [&](int threads, MomentState& state, Workspace& work) {
+    const int before = at::get_num_threads();
     at::set_num_threads(threads);
-    ASSERT_TRUE(fused_ran);
-  }
+    const bool ran = grafting_for(hyper.grafting).fused_step(grad, state, hyper, work.ghat, work.graft);
+    at::set_num_threads(before);
+    return ran;
+  };
+  // Four: ATen's ranges then start inside blocks.
+  ASSERT_TRUE(fused_with_threads(4, fused, fused_work));
+  // One: ranges of whole blocks over the cores instead (linalg::for_each_pass_range;
+  // 6.5 MB of traffic makes two). Element-wise, so bit for bit the same.
+  ASSERT_TRUE(fused_with_threads(1, split, split_work));
+  EXPECT_TRUE(at::equal(split_work.graft, fused_work.graft));
+  EXPECT_TRUE(at::equal(split_work.ghat, fused_work.ghat));
+  EXPECT_TRUE(at::equal(split.grad_ema, fused.grad_ema));
+  EXPECT_TRUE(at::equal(split.graft_stat, fused.graft_stat));
   grafting_direction(grad.transpose(1, 2).contiguous().transpose(1, 2), unfused, hyper, unfused_work);
 
   const auto expected = expected_grafting(grad.to(at::kDouble), m, a, fused.steps, hyper);
@@ -266,6 +276,28 @@ TEST_F(BlockUpdate, PreconditionedDirectionTakesTheGraftingNormPerBlock) {
       max_difference(preconditioned_direction(work, left, right, GraftingType::Adam, 0.25), 0.25 * expected), 1e-5);
   work.ghat.copy_(ghat);
   EXPECT_LE(max_difference(preconditioned_direction(work, left, right, GraftingType::None, 0.25), 0.25 * u), 1e-5);
+}
+
+// The grafting norms and the rescale on a stack large enough (5 MB) to be split
+// over the cores where ATen's pool has one thread: each block keeps its own norm.
+TEST_F(BlockUpdate, PreconditionedDirectionOverTheCoresKeepsEachBlocksNorm) {
+  const int64_t blocks = 20, size = 256;
+  auto left = random({blocks, size, size}).div_(16.0);
+  auto right = random({blocks, size, size}).div_(16.0);
+  auto work = Workspace::like(at::empty({blocks, size, size}));
+  work.ghat.copy_(random({blocks, size, size}));
+  // Graft norms 1…20: a block scaled with a neighbour's would be off by 5 % or more.
+  work.graft.copy_(random({blocks, size, size}));
+  work.graft.div_(at::linalg_vector_norm(work.graft, 2, {1, 2}, true)).mul_(at::arange(1, blocks + 1).view({-1, 1, 1}));
+  const auto u = at::matmul(at::matmul(left.to(at::kDouble), work.ghat.to(at::kDouble)), right.to(at::kDouble));
+  const auto expected = u * at::arange(1, blocks + 1, at::kDouble).view({-1, 1, 1}) /
+                        at::linalg_vector_norm(u, 2, {1, 2}, true);
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
+  const auto direction = preconditioned_direction(work, left, right, GraftingType::Adam);
+  at::set_num_threads(threads);
+  const auto error = at::linalg_vector_norm(direction.to(at::kDouble) - expected, 2, {1, 2});
+  EXPECT_LE((error / at::linalg_vector_norm(expected, 2, {1, 2})).max().item<double>(), 1e-5);
 }
 
 // Step 7 with bfloat16 operands (preconditioning_precision BF16): the roots come
