@@ -105,9 +105,19 @@ void for_each_stack_range(
 
 void for_each_pass_range(
     const at::Tensor& stack, double bytes, const std::function<void(int64_t first, int64_t last)>& pass) {
-  const int64_t count = stack.dim() == 0 ? 1 : stack.size(0);
-  if (!stack.is_cpu() || at::get_num_threads() > 1) return pass(0, count);
-  for_each_range(count, stack.device(), pass, std::max<int64_t>(1, static_cast<int64_t>(bytes / kMinBytesPerRange)));
+  TORCH_CHECK(stack.dim() >= 1, "dash: for_each_pass_range: expected a stack of matrices, got a 0-d tensor");
+  const int64_t count = stack.size(0);
+  const auto max_ranges = std::max<int64_t>(1, static_cast<int64_t>(bytes / kMinBytesPerRange));
+  if (!stack.is_cpu() || count <= 1 || max_ranges <= 1) return pass(0, count);
+  if (at::get_num_threads() > 1) {
+    // ATen's pool: ranges of whole matrices on its threads (ATen ops inside one run
+    // on that thread alone, as in any parallel region).
+    at::parallel_for(0, count, (count + max_ranges - 1) / max_ranges, pass);
+    return;
+  }
+  // One range needs no thread, nor for_each_range()'s lock and BLAS setting.
+  if (std::min(stack_lapack_plan(count, stack.device()).workers, max_ranges) <= 1) return pass(0, count);
+  for_each_range(count, stack.device(), pass, max_ranges);
 }
 
 void for_each_range(int64_t count, const at::Device& device,

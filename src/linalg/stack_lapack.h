@@ -68,14 +68,18 @@ void for_each_range(int64_t count, const at::Device& device,
     const std::function<void(int64_t first, int64_t last)>& solve,
     int64_t max_workers = std::numeric_limits<int64_t>::max());
 
-/// Memory-bound passes over a stack (element-wise updates, per-matrix norms) on the
-/// cores where ATen would run them on one: for_each_range() over the stack's
-/// matrices when it is a CPU stack and ATen's intra-op pool has a single thread
-/// (Debian's LibTorch on this project's 2-core machine, where one core moves about
-/// half the bytes per second that two do); otherwise pass(0, N) on the caller's
-/// thread, where ATen's own parallel loops use its pool. `bytes`, the memory the
-/// pass moves, caps the ranges at one per kMinBytesPerRange. Each range's ops act
-/// on its own matrices, so a matrix's result does not depend on the split.
+/// Memory-bound passes over a stack (element-wise updates, per-matrix norms, dash's
+/// own per-matrix loops) on the cores: `pass(first, last)` over ranges of the
+/// stack's matrices, at most one per kMinBytesPerRange of `bytes` (the memory the
+/// pass moves). On a CPU whose ATen intra-op pool has several threads, the ranges
+/// run on that pool (at::parallel_for); where it has one (Debian's LibTorch on this
+/// project's 2-core machine, where one core moves about half the bytes per second
+/// that two do), on for_each_range()'s threads, as many as OpenBLAS has (so
+/// OPENBLAS_NUM_THREADS bounds them, as it bounds the BLAS splits). Elsewhere, or
+/// with one range, pass(0, N) on the caller's thread. Each range works on its own
+/// matrices, so a matrix's result does not depend on the split. A pass that writes
+/// through ATen ops must have read its outputs' data_ptr() on the caller's thread
+/// first (copy-on-write storages, stack_blas.cpp). Not reentrant (for_each_range).
 void for_each_pass_range(
     const at::Tensor& stack, double bytes, const std::function<void(int64_t first, int64_t last)>& pass);
 

@@ -1,13 +1,15 @@
 #pragma once
 
 // Per-matrix reductions of an (N, b, b) stack that read it once and allocate only
-// (N, 1, 1) results: no stack-sized |A| or isfinite mask.
+// (N, 1, 1) results (no stack-sized |A| or isfinite mask), and the admission of a
+// stack for a root method, whose one stack-sized result is the copy it admits.
 //
 // On a CPU, float32 and float64 stacks whose rows are contiguous are read by
 // loops of their own, one matrix at a time, so that each matrix is read from
 // memory once and its further passes (the asymmetry, the copy that
-// admit_matrices() writes) find it in cache. ATen's reductions take one pass over
-// the stack each, and its a − aᵀ reads one operand across rows: on llama-tiny's
+// admit_matrices() writes) find it in cache; over the cores by for_each_pass_range()
+// (stack_lapack.h). ATen's reductions take one pass over the stack each, and its
+// a − aᵀ reads one operand across rows: on llama-tiny's
 // 452 factors of 256² on this project's CPU, the checks in front of a root
 // computation took about 100 ms as ATen ops (docs/benchmarks.md, "Memory passes
 // around the roots"). Elsewhere (GPUs, other dtypes) the same results come from

@@ -17,6 +17,7 @@ namespace {
 // one thread (linalg::for_each_pass_range; the same numbers, each matrix's sum its own).
 at::Tensor frobenius_norms(const at::Tensor& t) {
   auto norms = at::empty({t.size(0), 1, 1}, t.options());
+  (void)norms.data_ptr();  // on this thread (for_each_pass_range)
   linalg::for_each_pass_range(t, static_cast<double>(t.numel() * t.element_size()), [&](int64_t first, int64_t last) {
     auto out = norms.slice(0, first, last);
     at::linalg_vector_norm_out(out, t.slice(0, first, last), 2, {1, 2}, /*keepdim=*/true);
@@ -26,6 +27,7 @@ at::Tensor frobenius_norms(const at::Tensor& t) {
 
 // t_i ← t_i · factor_i for (N, 1, 1) factors, in place, over the cores as above.
 at::Tensor& scale_matrices_(at::Tensor& t, const at::Tensor& factors) {
+  (void)t.data_ptr();  // on this thread (for_each_pass_range)
   linalg::for_each_pass_range(t, 2.0 * static_cast<double>(t.numel() * t.element_size()),
       [&](int64_t first, int64_t last) { t.slice(0, first, last).mul_(factors.slice(0, first, last)); });
   return t;

@@ -14,6 +14,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -27,10 +28,14 @@ constexpr double kTolerance = 3.4526698e-4;  // the documented √(float32 ε)
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Bitwise equality that counts NaN equal to NaN.
+// Bit for bit (+0 and −0 apart), any NaN equal to any NaN.
 bool same(const at::Tensor& a, const at::Tensor& b) {
-  return a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type() &&
-         (at::eq(a, b) | (at::isnan(a) & at::isnan(b))).all().item<bool>();
+  if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) return false;
+  if (a.scalar_type() == at::kBool) return at::equal(a, b);
+  const auto nan = at::isnan(a);
+  if (!at::equal(nan, at::isnan(b))) return false;
+  const auto bits = a.scalar_type() == at::kDouble ? at::kLong : at::kInt;
+  return at::equal(a.masked_fill(nan, 0.0).contiguous().view(bits), b.masked_fill(nan, 0.0).contiguous().view(bits));
 }
 
 // A stack of `count` symmetric matrices of size b whose i-th matrix is damaged in
@@ -39,34 +44,35 @@ at::Tensor awkward_stack(int64_t count, int64_t b, at::ScalarType dtype) {
   at::manual_seed(static_cast<uint64_t>(b));
   auto g = at::randn({count, b, b + 3}, at::kDouble);
   auto stack = at::bmm(g, g.transpose(1, 2)).div_(static_cast<double>(b));
+  const auto magnitudes = stack.abs().amax({1, 2});
+  auto a = stack.accessor<double, 3>();
+  const int64_t r = b - 1, c = b / 3;  // an entry below the diagonal (b ≥ 2)
   for (int64_t i = 0; i < count; ++i) {
-    auto m = stack[i];
-    const double magnitude = m.abs().max().item<double>();
-    const int64_t r = b - 1, c = b / 3;  // an entry below the diagonal (b ≥ 2)
+    const double magnitude = magnitudes[i].item<double>();
     switch (i % 9) {
       case 1:
-        m[r][c] = kNaN;
+        a[i][r][c] = kNaN;
         break;
       case 2:
-        m[c][r] = kInf;
+        a[i][c][r] = kInf;
         break;
       case 3:
-        m[r][r] = -kInf;
+        a[i][r][r] = -kInf;
         break;
       case 4:  // asymmetric well within the tolerance
-        m[r][c] = m[c][r].item<double>() + 0.25 * kTolerance * magnitude;
+        a[i][r][c] = a[i][c][r] + 0.25 * kTolerance * magnitude;
         break;
       case 5:  // asymmetric beyond it
-        m[r][c] = m[c][r].item<double>() + 4.0 * kTolerance * magnitude;
+        a[i][r][c] = a[i][c][r] + 4.0 * kTolerance * magnitude;
         break;
       case 6:  // a diagonal entry below −tolerance · magnitude (indefinite)
-        m[c][c] = -0.5 * magnitude;
+        a[i][c][c] = -0.5 * magnitude;
         break;
       case 7:  // a diagonal entry just below zero, within the tolerance
-        m[c][c] = -0.25 * kTolerance * magnitude;
+        a[i][c][c] = -0.25 * kTolerance * magnitude;
         break;
       case 8:
-        m.zero_();
+        stack[i].zero_();
         break;
       default:
         break;
@@ -105,26 +111,74 @@ TEST(StackReductions, LargestMagnitudeIsTheLargestAbsoluteEntryAndNaNForANaN) {
   // Rows with a gap between them: the left half of a wider stack, not square.
   auto left = awkward_stack(9, 40, at::kFloat).narrow(2, 0, 20);
   EXPECT_TRUE(same(largest_magnitude(left), reference_magnitude(left)));
+  // Large enough (2.4 M entries) to be split over the cores.
+  auto large = awkward_stack(540, 64, at::kFloat);
+  EXPECT_TRUE(same(largest_magnitude(large), reference_magnitude(large)));
 }
 
-TEST(StackReductions, AdmissionMatchesItsAtenExpressionBitForBit) {
+// A stack whose rows are not contiguous (a transposed view) takes the ATen
+// expressions, on a CPU too: the path GPUs take, against the loops, bit for bit.
+TEST(StackReductions, AtenPathAndCpuLoopsAgreeBitForBit) {
   for (auto dtype : {at::kFloat, at::kDouble}) {
-    for (int64_t b : {2, 31, 32, 33, 70}) {
-      // 27 matrices, and for b = 70 enough (2.4 M entries) for the loops to split the stack over the cores.
-      const auto stack = awkward_stack(b == 70 ? 500 : 27, b, dtype);
-      for (bool positive_diagonal : {false, true}) {
-        for (double shift : {0.0, 1e-10, 0.5}) {
-          Scratch scratch;
-          const auto got = admit_matrices(stack, positive_diagonal, shift, scratch);
-          const auto expected = reference_admission(stack, positive_diagonal, shift);
-          const auto where = c10::str(dtype, " b = ", b, " positive diagonal ", positive_diagonal, " shift ", shift);
-          EXPECT_TRUE(same(got.admissible, expected.admissible)) << where;
-          EXPECT_TRUE(same(got.matrices, expected.matrices)) << where;
-          EXPECT_TRUE(same(got.magnitude, expected.magnitude)) << where;
-        }
+    const auto stack = awkward_stack(27, 33, dtype);
+    const auto transposed_view = stack.transpose(1, 2).contiguous().transpose(1, 2);  // same values, stride(2) = b
+    ASSERT_NE(transposed_view.stride(2), 1);
+    EXPECT_TRUE(same(largest_magnitude(transposed_view), largest_magnitude(stack))) << dtype;
+    for (bool positive_diagonal : {false, true}) {
+      for (double shift : {0.0, 1e-10}) {
+        Scratch scratch;
+        const auto aten = admit_matrices(transposed_view, positive_diagonal, shift, scratch);
+        const auto loops = admit_matrices(stack, positive_diagonal, shift, scratch);
+        EXPECT_TRUE(same(aten.admissible, loops.admissible)) << dtype;
+        EXPECT_TRUE(same(aten.matrices, loops.matrices)) << dtype;
+        EXPECT_TRUE(same(aten.magnitude, loops.magnitude)) << dtype;
       }
     }
   }
+}
+
+// An asymmetry of exactly the bound fl(max |a| · fl(√ε)) is admitted, the next
+// number above it is not: the bound is rounded as ATen rounds it, in the stack's dtype.
+TEST(StackReductions, AsymmetryAtTheBoundIsAdmittedAndAboveItIsNot) {
+  auto at_bound = [](at::ScalarType dtype, bool above) {
+    auto m = at::eye(40, dtype).mul_(3.0);  // max |a| = 3
+    const double bound = dtype == at::kFloat ? static_cast<double>(3.0f * static_cast<float>(kTolerance))
+                                             : 3.0 * kTolerance;
+    const double entry = !above ? bound
+                         : dtype == at::kFloat
+                             ? static_cast<double>(std::nextafter(static_cast<float>(bound), 1.0f))
+                             : std::nextafter(bound, 1.0);
+    m[37][5] = entry;  // m[5][37] = 0: the asymmetry is the entry itself, exactly
+    Scratch scratch;
+    return admit_matrices(m.unsqueeze(0), true, 0.0, scratch).admissible.item<bool>();
+  };
+  for (auto dtype : {at::kFloat, at::kDouble}) {
+    EXPECT_TRUE(at_bound(dtype, false)) << dtype;
+    EXPECT_FALSE(at_bound(dtype, true)) << dtype;
+  }
+}
+
+TEST(StackReductions, AdmissionMatchesItsAtenExpressionBitForBit) {
+  auto check = [](const at::Tensor& stack, bool positive_diagonal, double shift) {
+    Scratch scratch;
+    const auto got = admit_matrices(stack, positive_diagonal, shift, scratch);
+    const auto expected = reference_admission(stack, positive_diagonal, shift);
+    const auto where = c10::str(stack.scalar_type(), " ", stack.sizes(), " positive diagonal ", positive_diagonal,
+        " shift ", shift);
+    EXPECT_TRUE(same(got.admissible, expected.admissible)) << where;
+    EXPECT_TRUE(same(got.matrices, expected.matrices)) << where;
+    EXPECT_TRUE(same(got.magnitude, expected.magnitude)) << where;
+  };
+  for (auto dtype : {at::kFloat, at::kDouble}) {
+    for (int64_t b : {2, 31, 32, 33, 70}) {
+      const auto stack = awkward_stack(27, b, dtype);
+      for (bool positive_diagonal : {false, true}) {
+        for (double shift : {0.0, 1e-10, 0.5}) check(stack, positive_diagonal, shift);
+      }
+    }
+  }
+  // Enough matrices (2.4 M entries) for the loops to split the stack over the cores.
+  check(awkward_stack(500, 70, at::kFloat), true, 1e-10);
 }
 
 // The damaged matrices are the ones rejected, and nothing else: the reference above
