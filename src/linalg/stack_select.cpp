@@ -25,6 +25,12 @@ bool contiguous_matrices(const at::Tensor& t) {
          (t.size(1) <= 1 || t.stride(1) == t.size(2));
 }
 
+// A destination whose matrices do not overlap (an expanded one would be written
+// twice over; ATen's where_out refuses it with its own message).
+bool separate_matrices(const at::Tensor& t) {
+  return contiguous_matrices(t) && (t.size(0) <= 1 || t.stride(0) >= t.size(1) * t.size(2));
+}
+
 // The mask on the host: a CPU tensor's own memory, no device transfer.
 std::vector<uint8_t> host_mask(const at::Tensor& mask) {
   auto flat = mask.reshape({-1}).contiguous();
@@ -39,7 +45,7 @@ void copy_matrices_where(const at::Tensor& dst, const at::Tensor& mask, const at
   TORCH_CHECK(src.sizes() == dst.sizes() && src.scalar_type() == dst.scalar_type() && src.device() == dst.device(),
       "dash: copy_matrices_where: expected a source like the destination ", dst.sizes(), " (", dst.scalar_type(),
       "), got ", src.sizes(), " (", src.scalar_type(), ", ", src.device(), ")");
-  if (!dst.is_cpu() || !contiguous_matrices(dst) || !contiguous_matrices(src) || dst.is_alias_of(src)) {
+  if (!dst.is_cpu() || !separate_matrices(dst) || !contiguous_matrices(src) || dst.is_alias_of(src)) {
     auto out = dst;
     at::where_out(out, mask.view({-1, 1, 1}), src, dst);
     return;

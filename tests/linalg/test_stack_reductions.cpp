@@ -237,6 +237,9 @@ TEST(StackSelect, RefusesMasksThatDoNotFitTheStack) {
   EXPECT_THAT(error_of([&] { fill_matrices_where(stack, at::ones({3}), 0.0); }), HasSubstr("(N,) bool mask"));
   EXPECT_THAT(error_of([&] { copy_matrices_where(stack, at::ones({3}, at::kBool), at::zeros({3, 2, 3})); }),
       HasSubstr("a source like the destination"));
+  // A destination whose matrices share memory is ATen's to refuse, not written twice over.
+  auto expanded = at::zeros({1, 2, 2}).expand({3, 2, 2});
+  EXPECT_THROW(copy_matrices_where(expanded, at::ones({3}, at::kBool), at::ones({3, 2, 2})), c10::Error);
 }
 
 }  // namespace
