@@ -1,6 +1,7 @@
 #include "linalg/stack_blas.h"
 
 #include "linalg/cpu_features.h"
+#include "linalg/matrix_stack.h"
 #include "linalg/stack_lapack.h"
 
 #include <ATen/ATen.h>
@@ -186,28 +187,6 @@ void mirror_columns(Scalar* c, int64_t n, int64_t ldc, int64_t first, int64_t la
       for (int64_t col = col0; col < std::min(row, col1); ++col) c[col * ldc + row] = c[row * ldc + col];
     }
   }
-}
-
-// A stack's base pointer and strides, read on the caller's thread before the split:
-// in LibTorch ≥ 2.3 data_ptr() may copy a copy-on-write storage, which must not
-// happen in several helper threads at once.
-template <typename Scalar>
-struct MatrixStack {
-  Scalar* data;
-  int64_t stride;  // between matrices
-  int64_t ld;      // between rows
-
-  Scalar* matrix(int64_t index) const { return data + index * stride; }
-};
-
-template <typename Scalar>
-MatrixStack<Scalar> writable_view(const at::Tensor& t) {
-  return {t.data_ptr<Scalar>(), t.stride(0), t.stride(1)};
-}
-
-template <typename Scalar>
-MatrixStack<const Scalar> readable_view(const at::Tensor& t) {
-  return {t.data_ptr<Scalar>(), t.stride(0), t.stride(1)};
 }
 
 template <typename Scalar>

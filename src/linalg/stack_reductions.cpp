@@ -1,5 +1,6 @@
 #include "linalg/stack_reductions.h"
 
+#include "linalg/matrix_stack.h"
 #include "linalg/stack_lapack.h"
 
 #include <ATen/ATen.h>
@@ -179,22 +180,12 @@ void write_admitted(
   }
 }
 
-// The stacks' matrices, read on the caller's thread (in LibTorch ≥ 2.3 data_ptr()
-// may copy a copy-on-write storage, which must not happen in several threads).
+// Matrix `i` of `stack` (read on the caller's thread, matrix_stack.h), `like`'s
+// sizes.
 template <typename Scalar>
-struct StackView {
-  Scalar* data;
-  int64_t stride, rows, columns, ld;
-
-  explicit StackView(const at::Tensor& t)
-      : data(t.data_ptr<std::remove_const_t<Scalar>>()),
-        stride(t.stride(0)),
-        rows(t.size(1)),
-        columns(t.size(2)),
-        ld(t.stride(1)) {}
-
-  MatrixView<Scalar> matrix(int64_t i) const { return {data + i * stride, rows, columns, ld}; }
-};
+MatrixView<Scalar> matrix_of(const MatrixStack<Scalar>& stack, const at::Tensor& like, int64_t i) {
+  return {stack.matrix(i), like.size(1), like.size(2), stack.ld};
+}
 
 bool cpu_loops_take(const at::Tensor& t) {
   return t.device().is_cpu() && t.layout() == at::kStrided && t.dim() == 3 &&
@@ -225,10 +216,10 @@ at::Tensor cpu_largest_magnitude(const at::Tensor& stack) {
   auto magnitude = at::empty({stack.size(0), 1, 1}, stack.options());
   with_scalar_type(stack, [&](auto zero) {
     using Scalar = decltype(zero);
-    const StackView<const Scalar> in(stack);
+    const auto in = readable_view<Scalar>(stack);
     auto* out = magnitude.data_ptr<Scalar>();
     for_each_matrix(stack, sizeof(Scalar),
-        [&](int64_t i) { out[i] = magnitude_value<Scalar>(largest_magnitude_bits(in.matrix(i))); });
+        [&](int64_t i) { out[i] = magnitude_value<Scalar>(largest_magnitude_bits(matrix_of(in, stack, i))); });
   });
   return magnitude;
 }
@@ -240,8 +231,8 @@ AdmittedMatrices cpu_admit_matrices(
   auto magnitude = at::empty({stack.size(0), 1, 1}, stack.options());
   with_scalar_type(stack, [&](auto zero) {
     using Scalar = decltype(zero);
-    const StackView<const Scalar> in(stack);
-    const StackView<Scalar> out(matrices);
+    const auto in = readable_view<Scalar>(stack);
+    const auto out = writable_view<Scalar>(matrices);
     auto* admitted = admissible.data_ptr<bool>();
     auto* magnitudes = magnitude.data_ptr<Scalar>();
     // The shift is tested as given: one that rounds to zero is still added (ATen's
@@ -249,11 +240,11 @@ AdmittedMatrices cpu_admit_matrices(
     const bool shifted = diagonal_shift != 0.0;
     const auto shift = static_cast<Scalar>(diagonal_shift);
     for_each_matrix(stack, 2.0 * sizeof(Scalar), [&](int64_t i) {
-      const auto matrix = in.matrix(i);
+      const auto matrix = matrix_of(in, stack, i);
       const auto bits = largest_magnitude_bits(matrix);
       const bool keep =
           bits < infinity_bits<Scalar>() && passes_checks(matrix, from_bits<Scalar>(bits), positive_diagonal);
-      const auto copy = out.matrix(i);
+      const auto copy = matrix_of(out, matrices, i);
       write_admitted(copy, matrix, keep, shifted, shift);
       admitted[i] = keep;
       magnitudes[i] = keep && !shifted
@@ -268,6 +259,17 @@ AdmittedMatrices cpu_admit_matrices(
 
 at::Tensor largest_magnitude(const at::Tensor& stack) {
   return cpu_loops_take(stack) ? cpu_largest_magnitude(stack) : aten_largest_magnitude(stack);
+}
+
+at::Tensor largest_magnitude_of_all(const at::Tensor& tensor) {
+  if (tensor.dim() <= 3) {
+    // A stack (N, r, c) as it is, a matrix or a vector as a stack of one (views).
+    auto matrices = tensor;
+    while (matrices.dim() < 3) matrices = matrices.unsqueeze(0);
+    if (cpu_loops_take(matrices)) return cpu_largest_magnitude(matrices).max();
+  }
+  auto [lowest, highest] = at::aminmax(tensor);
+  return at::maximum(highest, lowest.neg());
 }
 
 at::Tensor finite_matrices(const at::Tensor& stack) { return at::isfinite(largest_magnitude(stack)); }

@@ -25,6 +25,11 @@ namespace dash::linalg {
 /// (so that a comparison with it is false), as max(max a, −min a) is.
 at::Tensor largest_magnitude(const at::Tensor& stack);
 
+/// max |x| over all of `tensor` (any shape, not empty), a 0-d tensor of its dtype;
+/// NaN where an entry is NaN. One read: the CPU loops (top of this file) for a float32 or float64
+/// tensor of up to three dimensions, one aminmax elsewhere.
+at::Tensor largest_magnitude_of_all(const at::Tensor& tensor);
+
 /// Whether every entry of each matrix is finite, shape (N, 1, 1).
 at::Tensor finite_matrices(const at::Tensor& stack);
 

@@ -260,8 +260,7 @@ bool Engine::collect_gradients(StepContext& context) {
 
 // The step's one read back to the host: the largest gradient magnitude (NaN when
 // an entry is NaN: the reductions propagate it), one pass per buffer and no mask
-// (aminmax; for float stacks on a CPU, linalg::largest_magnitude's loop, over the
-// cores); with it the count of factors
+// (linalg::largest_magnitude_of_all); with it the count of factors
 // reset so far, so that a reset is announced without a read of its own. A single
 // process checks its gathered buffers (every gradient element is in a stack or a
 // segment, as float32); a rank of a distributed optimizer holds only its share and
@@ -273,15 +272,7 @@ bool Engine::gradients_usable(StepContext& context) {
   std::vector<at::Tensor> magnitudes;
   auto add = [&](const at::Tensor& tensor) {
     if (tensor.numel() == 0) return;
-    if (tensor.is_cpu() && tensor.scalar_type() == at::kFloat && tensor.dim() <= 3) {
-      // A stack (N, r, c) as it is, a matrix or a vector as a stack of one (views).
-      auto matrices = tensor;
-      while (matrices.dim() < 3) matrices = matrices.unsqueeze(0);
-      magnitudes.push_back(linalg::largest_magnitude(matrices).max());
-      return;
-    }
-    auto [lowest, highest] = at::aminmax(tensor);
-    magnitudes.push_back(at::maximum(highest, lowest.neg()).to(at::kFloat));
+    magnitudes.push_back(linalg::largest_magnitude_of_all(tensor).to(at::kFloat));
   };
   if (!distributor_->computes_every_block()) {
     for (size_t i = 0; i < params_.size(); ++i) {
