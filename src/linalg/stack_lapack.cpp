@@ -106,9 +106,13 @@ void for_each_stack_range(
 void for_each_pass_range(
     const at::Tensor& stack, double bytes, const std::function<void(int64_t first, int64_t last)>& pass) {
   TORCH_CHECK(stack.dim() >= 1, "dash: for_each_pass_range: expected a stack of matrices, got a 0-d tensor");
-  const int64_t count = stack.size(0);
+  for_each_pass_range(stack.size(0), stack.device(), bytes, pass);
+}
+
+void for_each_pass_range(int64_t count, const at::Device& device, double bytes,
+    const std::function<void(int64_t first, int64_t last)>& pass) {
   const auto max_ranges = std::max<int64_t>(1, static_cast<int64_t>(bytes / kMinBytesPerRange));
-  if (!stack.is_cpu() || count <= 1 || max_ranges <= 1) return pass(0, count);
+  if (!device.is_cpu() || count <= 1 || max_ranges <= 1) return pass(0, count);
   if (at::get_num_threads() > 1) {
     // ATen's pool: ranges of whole matrices on its threads (ATen ops inside one run
     // on that thread alone, as in any parallel region).
@@ -116,8 +120,8 @@ void for_each_pass_range(
     return;
   }
   // One range needs no thread, nor for_each_range()'s lock and BLAS setting.
-  if (std::min(stack_lapack_plan(count, stack.device()).workers, max_ranges) <= 1) return pass(0, count);
-  for_each_range(count, stack.device(), pass, max_ranges);
+  if (std::min(stack_lapack_plan(count, device).workers, max_ranges) <= 1) return pass(0, count);
+  for_each_range(count, device, pass, max_ranges);
 }
 
 void for_each_range(int64_t count, const at::Device& device,

@@ -83,6 +83,11 @@ void for_each_range(int64_t count, const at::Device& device,
 void for_each_pass_range(
     const at::Tensor& stack, double bytes, const std::function<void(int64_t first, int64_t last)>& pass);
 
+/// The same over `count` work items on `device` (the matrices of several views,
+/// matrix_transfer.h) instead of a stack's matrices.
+void for_each_pass_range(int64_t count, const at::Device& device, double bytes,
+    const std::function<void(int64_t first, int64_t last)>& pass);
+
 /// Less memory traffic than this (≈ 0.1 ms on one core) is not worth a thread.
 constexpr double kMinBytesPerRange = 2e6;
 

@@ -2,18 +2,16 @@
 
 #include "distributed/update_exchange.h"
 #include "distributed/work_split.h"
+#include "linalg/matrix_transfer.h"
 
 #include <ATen/ATen.h>
 
 namespace dash::optim {
 namespace {
 
-void subtract_update(at::Tensor target, const at::Tensor& update) {
-  target.sub_(target.scalar_type() == update.scalar_type() ? update : update.to(target.scalar_type()));
-}
-
-// One process: W ← W − lr·P straight from the stacks, one strided subtraction per
-// block region and one per AdamW parameter (spec §4 step 9).
+// One process: W ← W − lr·P straight from the stacks, a strided view per block
+// region and one per AdamW parameter (spec §4 step 9), all in one transfer
+// (linalg/matrix_transfer.h).
 class LocalDistributor final : public Distributor {
  public:
   bool computes_every_block() const override { return true; }
@@ -27,18 +25,14 @@ class LocalDistributor final : public Distributor {
     // Each parameter as its (rows, cols) matrix: a view, or a copy (written back
     // below) for a parameter whose shape cannot be viewed as one.
     std::vector<at::Tensor> matrices(updates.params.size());
+    std::vector<linalg::ViewPair> regions;
     for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
       for (const auto& region : plan.gradient_stacks[s].regions) {
         const auto i = static_cast<size_t>(region.param);
         if (!updates.has_grad[i]) continue;
         if (!matrices[i].defined()) matrices[i] = blocking::as_matrix(updates.params[i], plan.parameters[i].view);
-        subtract_update(blocking::region_in_matrix(matrices[i], region),
-            blocking::region_in_stack(updates.stack_updates[s], region));
-      }
-    }
-    for (size_t i = 0; i < updates.params.size(); ++i) {
-      if (matrices[i].defined() && !matrices[i].is_alias_of(updates.params[i])) {
-        updates.params[i].copy_(matrices[i].view(updates.params[i].sizes()));
+        regions.push_back({blocking::region_in_matrix(matrices[i], region),
+            blocking::region_in_stack(updates.stack_updates[s], region)});
       }
     }
     for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {
@@ -46,9 +40,15 @@ class LocalDistributor final : public Distributor {
       for (auto i : segment.params) {
         if (!updates.has_grad[i]) continue;
         const auto& slot = plan.parameters[i];
-        subtract_update(updates.params[i],
+        regions.push_back({updates.params[i],
             updates.adamw_update.narrow(0, updates.segment_offsets[j] + slot.offset - segment.offset, slot.numel)
-                .view(updates.params[i].sizes()));
+                .view(updates.params[i].sizes())});
+      }
+    }
+    linalg::transfer_matrices(regions, linalg::Transfer::Subtract);
+    for (size_t i = 0; i < updates.params.size(); ++i) {
+      if (matrices[i].defined() && !matrices[i].is_alias_of(updates.params[i])) {
+        updates.params[i].copy_(matrices[i].view(updates.params[i].sizes()));
       }
     }
   }
@@ -77,18 +77,21 @@ class AllGatherDistributor final : public Distributor {
     const auto& plan = updates.plan;
     {
       ScopedPhase phase(profile, Phase::Copies);
+      std::vector<linalg::ViewPair> regions;
       for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
         for (const auto& region : plan.gradient_stacks[s].regions) {
           const auto& slot = plan.parameters[region.param];
           auto flat = flat_update_.narrow(0, slot.offset, slot.numel).view({slot.view.rows, slot.view.cols});
-          blocking::region_in_matrix(flat, region).copy_(blocking::region_in_stack(updates.stack_updates[s], region));
+          regions.push_back(
+              {blocking::region_in_matrix(flat, region), blocking::region_in_stack(updates.stack_updates[s], region)});
         }
       }
       for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {
         const auto& segment = plan.adamw_segments[j];
-        flat_update_.narrow(0, segment.offset, segment.numel)
-            .copy_(updates.adamw_update.narrow(0, updates.segment_offsets[j], segment.numel));
+        regions.push_back({flat_update_.narrow(0, segment.offset, segment.numel),
+            updates.adamw_update.narrow(0, updates.segment_offsets[j], segment.numel)});
       }
+      linalg::transfer_matrices(regions, linalg::Transfer::Copy);
     }
     ScopedPhase phase(profile, Phase::Communication);
     exchange_->exchange(flat_update_);

@@ -2,6 +2,7 @@
 
 #include "common/device_clock.h"
 #include "linalg/batched_matmul.h"
+#include "linalg/matrix_transfer.h"
 #include "linalg/stack_reductions.h"
 #include "linalg/stack_select.h"
 #include "optim/dash_options.h"
@@ -120,8 +121,42 @@ struct Engine::StepContext {
   const DashOptions& options(int64_t group) const { return options_of((*groups)[group]); }
 };
 
+namespace {
+
+// The bytes a parameter's elements span, from its first to one past its last.
+struct MemorySpan {
+  uintptr_t begin = 0;
+  uintptr_t end = 0;
+  at::IntArrayRef shape;
+};
+
+// Two parameters in overlapping memory (overlapping or interleaved views of one
+// storage) would be written by the update's write-back from several threads at once
+// (linalg/matrix_transfer.h), and an optimizer that moves each parameter by its own
+// update has no meaning for them anyway.
+void check_disjoint_memory(std::vector<MemorySpan> spans) {
+  std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  for (size_t k = 1; k < spans.size(); ++k) {
+    TORCH_CHECK(spans[k].begin >= spans[k - 1].end, "dash::Dash: parameters of shapes ", spans[k - 1].shape, " and ",
+        spans[k].shape, " lie in overlapping memory (views of one storage that overlap or interleave); each "
+        "parameter must have memory of its own");
+  }
+}
+
+MemorySpan memory_span(const at::Tensor& param) {
+  int64_t last = 0;
+  for (int64_t d = 0; d < param.dim(); ++d) last += (param.size(d) - 1) * param.stride(d);
+  const auto element = static_cast<uintptr_t>(param.element_size());
+  const auto begin = reinterpret_cast<uintptr_t>(static_cast<const char*>(param.storage().data())) +
+                     static_cast<uintptr_t>(param.storage_offset()) * element;
+  return {begin, begin + (static_cast<uintptr_t>(last) + 1) * element, param.sizes()};
+}
+
+}  // namespace
+
 void check_parameters(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
   std::map<const c10::TensorImpl*, size_t> group_of_param;
+  std::vector<MemorySpan> spans;
   const at::Tensor* first_param = nullptr;
   for (size_t g = 0; g < groups.size(); ++g) {
     for (const auto& param : groups[g].params()) {
@@ -133,8 +168,10 @@ void check_parameters(const std::vector<torch::optim::OptimizerParamGroup>& grou
       if (first_param == nullptr) first_param = &param;
       TORCH_CHECK(param.device() == first_param->device(), "dash::Dash: all parameters must be on one device, got ",
           first_param->device(), " and ", param.device());
+      if (param.numel() > 0 && param.has_storage()) spans.push_back(memory_span(param));
     }
   }
+  check_disjoint_memory(std::move(spans));
 }
 
 Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
@@ -338,17 +375,19 @@ bool Engine::gradients_usable(StepContext& context) {
   return false;
 }
 
-// Moves each gradient into its blocks' stacks, one strided copy per region (a
+// Moves each gradient into its blocks' stacks, a strided view per region (a
 // parameter that tiles into B × B blocks is one region), and the AdamW
-// parameters into their packed segments. No flat concatenation of all gradients.
+// parameters into their packed segments: one transfer of all of them
+// (linalg/matrix_transfer.h), no flat concatenation of all gradients.
 void Engine::gather_gradients(const StepContext& context) {
+  std::vector<linalg::ViewPair> regions;
   for (size_t s = 0; s < stacks_.size(); ++s) {
     for (const auto& region : plan_.gradient_stacks[s].regions) {
       const auto i = static_cast<size_t>(region.param);
       auto blocks = blocking::region_in_stack(stacks_[s].grad, region);
       if (context.has_grad[i]) {
-        blocks.copy_(
-            blocking::region_in_matrix(blocking::as_matrix(params_[i].grad(), plan_.parameters[i].view), region));
+        regions.push_back({blocks,
+            blocking::region_in_matrix(blocking::as_matrix(params_[i].grad(), plan_.parameters[i].view), region)});
       } else {
         blocks.zero_();  // what the finiteness check reads there must not be a skipped step's NaN
       }
@@ -360,12 +399,13 @@ void Engine::gather_gradients(const StepContext& context) {
       const auto& slot = plan_.parameters[i];
       auto part = adamw_grad_.narrow(0, segment_offsets_[j] + slot.offset - segment.offset, slot.numel);
       if (context.has_grad[i]) {
-        part.copy_(params_[i].grad().reshape(-1));
+        regions.push_back({part, params_[i].grad().reshape(-1)});
       } else {
         part.zero_();
       }
     }
   }
+  linalg::transfer_matrices(regions, linalg::Transfer::Copy);
 }
 
 // The gradient blocks of `rows` in the stack's buffer: the buffer itself, a slice

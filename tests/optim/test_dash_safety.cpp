@@ -465,6 +465,23 @@ TEST(DashSafety, DuplicateParametersAndMisshapenGradientsAreRejected) {
   EXPECT_TRUE(at::equal(param.detach(), at::ones({4, 4})));
 }
 
+// Parameters in overlapping memory would be written back from several threads at
+// once; views of one storage that do not overlap (a flat buffer's pieces) are fine.
+TEST(DashSafety, ParametersInOverlappingMemoryAreRejected) {
+  auto base = at::zeros({10, 20});
+  auto left = base.narrow(1, 0, 10).set_requires_grad(true);
+  auto middle = base.narrow(1, 5, 10).set_requires_grad(true);
+  EXPECT_THAT(error_of([&] { Dash optimizer({left, middle}); }), HasSubstr("overlapping memory"));
+  auto flat = at::zeros({300});
+  auto first = flat.narrow(0, 0, 100).view({10, 10}).set_requires_grad(true);
+  auto second = flat.narrow(0, 100, 200).view({10, 20}).set_requires_grad(true);
+  Dash optimizer({first, second}, DashOptions(0.1).block_size(4));
+  first.mutable_grad() = at::ones({10, 10});
+  second.mutable_grad() = at::ones({10, 20});
+  optimizer.step();
+  EXPECT_TRUE(at::all(flat < 0).item<bool>()) << "both pieces took their step";
+}
+
 // Parameters are updated in place whatever their strides: a permuted 4-D weight
 // (its matrix view needs a copy) and a transposed matrix (a strided view) move
 // exactly as contiguous twins with the same gradients do.

@@ -443,6 +443,21 @@ def test_float64_and_bfloat16_parameters_keep_their_dtype_and_descend(dtype):
     assert loss().item() < 0.5 * start
 
 
+def test_a_step_counts_as_an_in_place_change_of_every_parameter_for_autograd():
+    # As with torch.optim: a graph that saved a parameter before the step refuses to
+    # run backward through its old value afterwards, instead of using the new one.
+    params = make_params()
+    optimizer = dash.Dash(params, lr=0.1, **OPTIONS)
+    inputs = [torch.randn(3, p.shape[0], requires_grad=True) for p in params if p.dim() == 2]
+    loss = sum((x @ p).pow(2).sum() for x, p in zip(inputs, [p for p in params if p.dim() == 2])) + params[1].pow(2).sum()
+    versions = [p._version for p in params]
+    loss.backward(retain_graph=True)
+    optimizer.step()
+    assert all(p._version > v for p, v in zip(params, versions))
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
 def test_diagnostics_report_stacks_failures_and_state():
     params = make_params()
     optimizer = dash.Dash(params, **OPTIONS)

@@ -1,0 +1,239 @@
+// Moving block regions between parameters and stacks (src/linalg/matrix_transfer.h).
+// Each transfer is checked bit for bit against the ATen op it stands for, pair by
+// pair, on block regions with gaps between their rows, ragged edges, vectors and
+// scalars, float32 and float64, and lists large enough to be split over the cores;
+// and the pairs the loop cannot take (other dtypes, strided rows, broadcasting,
+// lazy negation, aliasing, overlapping destinations) are checked to go to ATen,
+// with its errors.
+
+#include "linalg/matrix_transfer.h"
+#include "support/error_message.h"
+
+#include <ATen/ATen.h>
+#include <ATen/record_function.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace dash::linalg {
+namespace {
+
+using testing::error_of;
+using ::testing::HasSubstr;
+
+bool same_bits(const at::Tensor& a, const at::Tensor& b) {
+  if (a.sizes() != b.sizes() || a.scalar_type() != b.scalar_type()) return false;
+  const auto bits = a.scalar_type() == at::kDouble ? at::kLong : at::kInt;
+  return at::equal(a.contiguous().view(bits), b.contiguous().view(bits));
+}
+
+// The (grid_rows, grid_cols, rows, cols) view of a block grid whose top-left
+// element is (row, col) in `matrix`, as a parameter's block region.
+at::Tensor grid_of_blocks(
+    const at::Tensor& matrix, int64_t row, int64_t col, int64_t grid_rows, int64_t grid_cols, int64_t rows, int64_t cols) {
+  return matrix.narrow(0, row, grid_rows * rows)
+      .narrow(1, col, grid_cols * cols)
+      .view({grid_rows, rows, grid_cols, cols})
+      .permute({0, 2, 1, 3});
+}
+
+// A parameter-like matrix and a stack, and pairs between their regions: a full
+// grid of 64 × 48 blocks, a ragged right edge, a ragged bottom-right corner, then a
+// vector and a scalar of their own.
+struct Layout {
+  at::Tensor matrix;  // 200 × 150: grid 3 × 3 of 64 × 48 (192 × 144), edges of 8 rows and 6 columns
+  at::Tensor stack;   // the blocks, stacked: 9 of 64 × 48, 3 of 64 × 6, 1 of 8 × 6
+  at::Tensor vector_to, vector_from, scalar_to, scalar_from;
+
+  explicit Layout(at::ScalarType dtype, uint64_t seed) {
+    at::manual_seed(seed);
+    matrix = at::randn({200, 150}, dtype);
+    stack = at::randn({9 * 64 * 48 + 3 * 64 * 6 + 8 * 6}, dtype);
+    vector_to = at::randn({37}, dtype);
+    vector_from = at::randn({37}, dtype);
+    scalar_to = at::randn({}, dtype);
+    scalar_from = at::randn({}, dtype);
+  }
+
+  // Stack first (to gather) or matrix first (to write back).
+  std::vector<ViewPair> pairs(bool into_stack) const {
+    const std::vector<at::Tensor> in_stack = {stack.narrow(0, 0, 9 * 64 * 48).view({3, 3, 64, 48}),
+        stack.narrow(0, 9 * 64 * 48, 3 * 64 * 6).view({3, 1, 64, 6}),
+        stack.narrow(0, 9 * 64 * 48 + 3 * 64 * 6, 8 * 6).view({1, 1, 8, 6})};
+    const std::vector<at::Tensor> in_matrix = {grid_of_blocks(matrix, 0, 0, 3, 3, 64, 48),
+        grid_of_blocks(matrix, 0, 144, 3, 1, 64, 6), grid_of_blocks(matrix, 192, 144, 1, 1, 8, 6)};
+    std::vector<ViewPair> result;
+    for (size_t k = 0; k < in_stack.size(); ++k) {
+      result.push_back(into_stack ? ViewPair{in_stack[k], in_matrix[k]} : ViewPair{in_matrix[k], in_stack[k]});
+    }
+    result.push_back({vector_to, vector_from});
+    result.push_back({scalar_to, scalar_from});
+    return result;
+  }
+
+  Layout clone() const {
+    Layout copy = *this;
+    copy.matrix = matrix.clone();
+    copy.stack = stack.clone();
+    copy.vector_to = vector_to.clone();
+    copy.vector_from = vector_from.clone();
+    copy.scalar_to = scalar_to.clone();
+    copy.scalar_from = scalar_from.clone();
+    return copy;
+  }
+
+  bool same_as(const Layout& other) const {
+    return same_bits(matrix, other.matrix) && same_bits(stack, other.stack) &&
+           same_bits(vector_to, other.vector_to) && same_bits(scalar_to, other.scalar_to);
+  }
+};
+
+void aten_reference(const std::vector<ViewPair>& pairs, Transfer transfer) {
+  for (const auto& pair : pairs) {
+    auto to = pair.destination;
+    if (transfer == Transfer::Copy) {
+      to.copy_(pair.source);
+    } else {
+      to.sub_(pair.source);
+    }
+  }
+}
+
+// ATen ops dispatched at the top level by `call` (views included: the loop issues none).
+int64_t aten_ops_of(const std::function<void()>& call) {
+  static thread_local int depth = 0;
+  static thread_local int64_t counted = 0;
+  auto handle = at::addGlobalCallback(at::RecordFunctionCallback(
+      [](const at::RecordFunction&) -> std::unique_ptr<at::ObserverContext> {
+        if (depth++ == 0) ++counted;
+        return nullptr;
+      },
+      [](const at::RecordFunction&, at::ObserverContext*) { --depth; }).scopes({at::RecordScope::FUNCTION}));
+  counted = 0;
+  call();
+  at::removeCallback(handle);
+  return counted;
+}
+
+TEST(MatrixTransfer, GathersAndWritesBackRegionsAsAtenDoesBitForBit) {
+  for (auto dtype : {at::kFloat, at::kDouble}) {
+    for (bool into_stack : {true, false}) {
+      for (auto transfer : {Transfer::Copy, Transfer::Subtract}) {
+        const Layout start(dtype, 7);
+        auto expected = start.clone();
+        aten_reference(expected.pairs(into_stack), transfer);
+        auto actual = start.clone();
+        const auto pairs = actual.pairs(into_stack);
+        EXPECT_EQ(aten_ops_of([&] { transfer_matrices(pairs, transfer); }), 0) << "the loop took every pair";
+        EXPECT_TRUE(actual.same_as(expected))
+            << dtype << (into_stack ? " into the stack" : " into the matrix")
+            << (transfer == Transfer::Copy ? ", copy" : ", subtract");
+        EXPECT_FALSE(start.same_as(expected)) << "the transfer changed something";
+      }
+    }
+  }
+}
+
+TEST(MatrixTransfer, AListSplitOverTheCoresMovesEveryMatrixOnce) {
+  // 40 parameters of 512 × 384 in 128 × 128 blocks (31 MB of float32 per side):
+  // ranges of several MB, so the list is split wherever there are cores to split on.
+  at::manual_seed(3);
+  std::vector<at::Tensor> matrices;
+  for (int k = 0; k < 40; ++k) matrices.push_back(at::randn({512, 384 + 2}).narrow(1, 1, 384));  // rows with gaps
+  auto stack = at::randn({40 * 12, 128, 128});
+  auto make_pairs = [&](const std::vector<at::Tensor>& ms, const at::Tensor& st) {
+    std::vector<ViewPair> pairs;
+    for (int k = 0; k < 40; ++k) {
+      pairs.push_back({grid_of_blocks(ms[k], 0, 0, 4, 3, 128, 128), st.narrow(0, 12 * k, 12).view({4, 3, 128, 128})});
+    }
+    return pairs;
+  };
+  for (auto transfer : {Transfer::Subtract, Transfer::Copy}) {
+    std::vector<at::Tensor> expected;
+    std::vector<at::Tensor> actual;
+    for (const auto& m : matrices) {
+      expected.push_back(m.clone());
+      actual.push_back(m.clone());
+    }
+    aten_reference(make_pairs(expected, stack), transfer);
+    transfer_matrices(make_pairs(actual, stack), transfer);
+    for (int k = 0; k < 40; ++k) EXPECT_TRUE(same_bits(actual[k], expected[k])) << "parameter " << k;
+  }
+}
+
+TEST(MatrixTransfer, HelperThreadsFlushDenormalsAsTheCallerDoes) {
+  if (!at::globalContext().setFlushDenormal(true)) GTEST_SKIP() << "no flush-to-zero on this CPU";
+  // 30 MB: split wherever there are cores. Both operands are normal and every
+  // difference a float32 denormal, which the caller's setting flushes to zero on
+  // every thread (a new thread inherits the caller's floating-point environment,
+  // POSIX; a pool of threads would have to pass it on).
+  auto expected = at::full({60, 256, 512}, 2.0e-38f);
+  auto actual = expected.clone();
+  const auto subtrahend = at::full({60, 256, 512}, 1.5e-38f);
+  expected.sub_(subtrahend);
+  transfer_matrices({{actual, subtrahend}}, Transfer::Subtract);
+  at::globalContext().setFlushDenormal(false);
+  EXPECT_TRUE(same_bits(actual, expected));
+  EXPECT_EQ(at::count_nonzero(expected).item<int64_t>(), 0) << "the reference flushed";
+}
+
+TEST(MatrixTransfer, PairsTheLoopCannotTakeGoToAten) {
+  at::manual_seed(5);
+  const auto source = at::randn({6, 5});
+  auto check = [&](const at::Tensor& destination, const at::Tensor& from, Transfer transfer) {
+    auto expected = destination.clone();
+    auto actual = destination.clone();
+    if (transfer == Transfer::Copy) {
+      expected.copy_(from);
+    } else {
+      expected.sub_(from.to(expected.scalar_type()));
+    }
+    EXPECT_GT(aten_ops_of([&] { transfer_matrices({{actual, from}}, transfer); }), 0);
+    EXPECT_TRUE(at::equal(actual, expected)) << destination.scalar_type() << " " << from.sizes();
+  };
+  for (auto transfer : {Transfer::Copy, Transfer::Subtract}) {
+    check(at::zeros({6, 5}, at::kBFloat16), source, transfer);  // another dtype: converted first
+    check(at::zeros({6, 5}), source.t().contiguous().t(), transfer);  // columns contiguous, not rows
+    check(at::zeros({6, 5}), source.narrow(0, 0, 1), transfer);       // a row broadcast over the rows
+    check(at::zeros({6, 5}), at::_neg_view(source), transfer);        // a lazy negation: its memory holds +s
+  }
+  check(at::zeros({6, 5}, at::kInt), source.to(at::kInt), Transfer::Subtract);  // integers: ATen's subtraction
+  // A destination of one element seen many times: ATen refuses to write it.
+  auto expanded = at::zeros({1, 5}).expand({6, 5});
+  EXPECT_THAT(error_of([&] { transfer_matrices({{expanded, source}}, Transfer::Copy); }), HasSubstr("single memory"));
+  // Two views of one storage are ATen's business too (it knows their overlap).
+  auto both = at::randn({4, 4});
+  auto expected = both.clone();
+  expected.narrow(0, 0, 2).sub_(expected.narrow(0, 2, 2));
+  EXPECT_GT(aten_ops_of([&] { transfer_matrices({{both.narrow(0, 0, 2), both.narrow(0, 2, 2)}}, Transfer::Subtract); }),
+      0);
+  EXPECT_TRUE(same_bits(both, expected));
+}
+
+TEST(MatrixTransfer, AWriteCountsAsAnInPlaceChangeForAutograd) {
+  auto parameter = at::randn({8, 6}).requires_grad_();
+  const auto before = parameter._version();
+  {
+    const at::NoGradGuard no_grad;  // an optimizer's step
+    transfer_matrices({{parameter.narrow(0, 0, 4), at::randn({4, 6})}}, Transfer::Subtract);
+  }
+  EXPECT_GT(parameter._version(), before) << "a view's write bumps its base's version, as ATen's sub_ does";
+  // With grad mode on, a leaf that requires grad is ATen's, which refuses the write.
+  EXPECT_THAT(error_of([&] { transfer_matrices({{parameter, at::randn({8, 6})}}, Transfer::Copy); }),
+      HasSubstr("in-place operation"));
+}
+
+TEST(MatrixTransfer, EmptyListsAndEmptyTensorsIssueNoOp) {
+  EXPECT_EQ(aten_ops_of([] { transfer_matrices({}, Transfer::Copy); }), 0);
+  auto empty = at::zeros({0, 4});
+  auto also = at::zeros({3, 0});
+  const auto sources = std::vector<at::Tensor>{at::ones({0, 4}), at::ones({3, 0})};
+  EXPECT_EQ(aten_ops_of([&] {
+    transfer_matrices({{empty, sources[0]}, {also, sources[1]}}, Transfer::Subtract);
+  }), 0);
+}
+
+}  // namespace
+}  // namespace dash::linalg
