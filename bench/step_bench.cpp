@@ -149,7 +149,10 @@ struct Run {
 Run start_run(const Configuration& config, const ModelShapes& model, const at::Device& device, uint64_t seed) {
   Run run{config, model_parameters(model, device, seed), nullptr, 0, {}, {}};
   if (config.adamw) {
-    run.optimizer = std::make_unique<torch::optim::AdamW>(run.params, torch::optim::AdamWOptions(1e-3));
+    // LibTorch's default decay (0.01) unless --weight-decay sets one for every optimizer.
+    auto adamw = torch::optim::AdamWOptions(1e-3);
+    if (config.options.weight_decay() > 0.0) adamw.weight_decay(config.options.weight_decay());
+    run.optimizer = std::make_unique<torch::optim::AdamW>(run.params, adamw);
   } else {
     run.optimizer = std::make_unique<Dash>(run.params, config.options);
   }
@@ -346,7 +349,11 @@ std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Ar
 constexpr const char* kSequentialBaselineLabel = "sequential evd fp32";
 
 std::vector<Configuration> configurations(const Arguments& arguments, int64_t frequency) {
-  auto base = DashOptions(1e-3).block_size(arguments.integer("block")).root_frequency(frequency).start_step(1);
+  auto base = DashOptions(1e-3)
+                  .block_size(arguments.integer("block"))
+                  .root_frequency(frequency)
+                  .start_step(1)
+                  .weight_decay(arguments.real("weight-decay"));
   std::vector<Configuration> result;
   result.push_back({"adamw", true, base});
   if (arguments.text("baseline") == "1") {
@@ -424,7 +431,7 @@ int run_step_bench(const std::vector<std::string>& args) {
                 {"eigen-tolerances", real_list_option("0", 0, 1)}, {"ndb-polynomials", "newton-schulz"},
                 {"ndb-evaluations", "matmuls"}, {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)},
                 {"tf32", integer_option("0", 0, 1)}, {"newton-steps", integer_list_option("10", 1)},
-                {"preconditioning-precisions", "fp32"}});
+                {"preconditioning-precisions", "fp32"}, {"weight-decay", real_option("0", 0)}});
   const auto float32_matmuls = set_float32_matmul_mode(arguments.text("tf32") == "1");
   // Every configuration's names and options, before anything is measured.
   check_configurations(configurations(arguments, 1));

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <utility>
 
 namespace dash::linalg {
@@ -25,6 +26,7 @@ struct MatrixMove {
   int64_t to_ld;
   int64_t from_ld;
   at::ScalarType type;
+  double scale;  // Subtract's destination scale
 };
 
 // Whether no two elements of `t` share memory: with its dimensions ordered by
@@ -92,7 +94,7 @@ void append_matrices(const ViewPair& pair, std::vector<MatrixMove>& moves) {
       from_offset += index[d] * from.stride(d);
     }
     moves.push_back({to_data + to_offset * element, from_data + from_offset * element, rows, cols, to_ld, from_ld,
-        to.scalar_type()});
+        to.scalar_type(), pair.destination_scale});
     for (int64_t d = leading - 1; d >= 0; --d) {  // the next leading index, last dimension fastest
       if (++index[d] < to.size(d)) break;
       index[d] = 0;
@@ -100,12 +102,20 @@ void append_matrices(const ViewPair& pair, std::vector<MatrixMove>& moves) {
   }
 }
 
+// c·d − s with the product rounded before the difference, as mul_ then sub_ round
+// them: this file is compiled with -ffp-contract=off (CMakeLists.txt), so that no
+// -march with FMA fuses the two.
 template <typename Scalar>
 void subtract_rows(const MatrixMove& move) {
+  const auto scale = static_cast<Scalar>(move.scale);  // as ATen's mul_ takes a Scalar: in the tensor's type
   for (int64_t r = 0; r < move.rows; ++r) {
     Scalar* __restrict to = reinterpret_cast<Scalar*>(move.to) + r * move.to_ld;
     const Scalar* __restrict from = reinterpret_cast<const Scalar*>(move.from) + r * move.from_ld;
-    for (int64_t c = 0; c < move.cols; ++c) to[c] -= from[c];
+    if (move.scale == 1.0) {
+      for (int64_t c = 0; c < move.cols; ++c) to[c] -= from[c];
+    } else {
+      for (int64_t c = 0; c < move.cols; ++c) to[c] = to[c] * scale - from[c];
+    }
   }
 }
 
@@ -117,12 +127,23 @@ void copy_rows(const MatrixMove& move) {
   }
 }
 
-void aten_transfer(const ViewPair& pair, Transfer transfer) {
-  auto to = pair.destination;
-  if (transfer == Transfer::Copy) {
-    to.copy_(pair.source);
-  } else {
-    to.sub_(pair.source.scalar_type() == to.scalar_type() ? pair.source : pair.source.to(to.scalar_type()));
+// The pairs the loop cannot take: one ATen op each, the scaling one _foreach_mul_
+// per distinct scale (on a GPU, one launch per weight-decay group, not per region).
+void aten_transfer(const std::vector<const ViewPair*>& pairs, Transfer transfer) {
+  if (transfer == Transfer::Subtract) {
+    std::map<double, std::vector<at::Tensor>> scaled;
+    for (const auto* pair : pairs) {
+      if (pair->destination_scale != 1.0) scaled[pair->destination_scale].push_back(pair->destination);
+    }
+    for (auto& [scale, destinations] : scaled) at::_foreach_mul_(destinations, scale);
+  }
+  for (const auto* pair : pairs) {
+    auto to = pair->destination;
+    if (transfer == Transfer::Copy) {
+      to.copy_(pair->source);
+    } else {
+      to.sub_(pair->source.scalar_type() == to.scalar_type() ? pair->source : pair->source.to(to.scalar_type()));
+    }
   }
 }
 
@@ -133,6 +154,8 @@ void transfer_matrices(const std::vector<ViewPair>& pairs, Transfer transfer) {
   std::vector<MatrixMove> moves;
   double bytes = 0.0;
   for (const auto& pair : pairs) {
+    TORCH_CHECK(transfer == Transfer::Subtract || pair.destination_scale == 1.0,
+        "dash: transfer_matrices: a copy takes no destination scale, got ", pair.destination_scale);
     if (!loop_can_move(pair, transfer)) {
       aten_pairs.push_back(&pair);
       continue;
@@ -145,9 +168,9 @@ void transfer_matrices(const std::vector<ViewPair>& pairs, Transfer transfer) {
     append_matrices(pair, moves);
     bytes += static_cast<double>(pair.destination.numel() * pair.destination.element_size());
   }
-  for (const auto* pair : aten_pairs) aten_transfer(*pair, transfer);
+  aten_transfer(aten_pairs, transfer);
   if (moves.empty()) return;
-  const double passes = transfer == Transfer::Copy ? 2.0 : 3.0;  // reads and writes per destination byte
+  const double passes = transfer == Transfer::Copy ? 2.0 : 3.0;  // bytes read and written per destination byte
   for_each_pass_range(static_cast<int64_t>(moves.size()), at::Device(at::kCPU), passes * bytes,
       [&](int64_t first, int64_t last) {
         for (int64_t k = first; k < last; ++k) {

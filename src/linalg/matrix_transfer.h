@@ -18,18 +18,20 @@ namespace dash::linalg {
 /// What a transfer does with each destination element d and its source s.
 enum class Transfer {
   Copy,      ///< d ← s
-  Subtract,  ///< d ← d − s
+  Subtract,  ///< d ← c·d − s, with the pair's `destination_scale` c (weight decay)
 };
 
 /// A destination view and its source, of equal shapes (any strides).
 struct ViewPair {
   at::Tensor destination;
   at::Tensor source;
+  double destination_scale = 1.0;  ///< Subtract's c; 1 for Copy
 };
 
 /// Applies `transfer` to every pair, as destination.copy_(source) or
-/// destination.sub_(source) would (a source of another dtype converted to the
-/// destination's first, as copy_ does). The destinations must be disjoint, and no
+/// destination.mul_(c).sub_(source) would (c = 1: no multiplication; a source of
+/// another dtype converted to the destination's first, as copy_ does): each
+/// product and difference rounded once. The destinations must be disjoint, and no
 /// pair may read what another writes: the pairs run in no particular order.
 /// On a CPU, pairs of plain tensors of one floating dtype (Subtract: float32 or
 /// float64) and one shape, whose rows are contiguous and whose destinations overlap

@@ -6,12 +6,14 @@
 
 #include <ATen/ATen.h>
 
+#include <map>
+
 namespace dash::optim {
 namespace {
 
-// One process: W ← W − lr·P straight from the stacks, a strided view per block
-// region and one per AdamW parameter (spec §4 step 9), all in one transfer
-// (linalg/matrix_transfer.h).
+// One process: W ← W·(1 − lr·wd) − lr·P straight from the stacks, a strided view
+// per block region and one per AdamW parameter (spec §4 steps 1 and 9), all in one
+// transfer (linalg/matrix_transfer.h).
 class LocalDistributor final : public Distributor {
  public:
   bool computes_every_block() const override { return true; }
@@ -32,7 +34,7 @@ class LocalDistributor final : public Distributor {
         if (!updates.has_grad[i]) continue;
         if (!matrices[i].defined()) matrices[i] = blocking::as_matrix(updates.params[i], plan.parameters[i].view);
         regions.push_back({blocking::region_in_matrix(matrices[i], region),
-            blocking::region_in_stack(updates.stack_updates[s], region)});
+            blocking::region_in_stack(updates.stack_updates[s], region), updates.decay[i]});
       }
     }
     for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {
@@ -42,7 +44,8 @@ class LocalDistributor final : public Distributor {
         const auto& slot = plan.parameters[i];
         regions.push_back({updates.params[i],
             updates.adamw_update.narrow(0, updates.segment_offsets[j] + slot.offset - segment.offset, slot.numel)
-                .view(updates.params[i].sizes())});
+                .view(updates.params[i].sizes()),
+            updates.decay[i]});
       }
     }
     linalg::transfer_matrices(regions, linalg::Transfer::Subtract);
@@ -102,14 +105,17 @@ class AllGatherDistributor final : public Distributor {
     ScopedPhase phase(profile, Phase::Copies);
     std::vector<at::Tensor> targets;
     std::vector<at::Tensor> flat_updates;
+    std::map<double, std::vector<at::Tensor>> decayed;  // one _foreach_mul_ per factor
     for (size_t i = 0; i < updates.params.size(); ++i) {
       const auto& slot = plan.parameters[i];
       if (!updates.has_grad[i] || slot.numel == 0) continue;
+      if (updates.decay[i] != 1.0) decayed[updates.decay[i]].push_back(updates.params[i]);
       targets.push_back(updates.params[i]);
       auto update = flat_update_.narrow(0, slot.offset, slot.numel).view(updates.params[i].sizes());
       flat_updates.push_back(
           updates.params[i].scalar_type() == at::kFloat ? update : update.to(updates.params[i].scalar_type()));
     }
+    for (auto& [factor, params] : decayed) at::_foreach_mul_(params, factor);
     if (!targets.empty()) at::_foreach_add_(targets, flat_updates, -1.0);
   }
 

@@ -26,6 +26,7 @@ struct StepUpdates {
   const blocking::StackPlan& plan;               ///< the blocks this process computed
   const std::vector<at::Tensor>& params;         ///< every parameter
   const std::vector<bool>& has_grad;             ///< per parameter: it takes a step
+  const std::vector<double>& decay;              ///< per parameter: W's factor 1 − lr·wd, 1 for none
   const std::vector<at::Tensor>& stack_updates;  ///< per gradient stack of `plan`, (count, rows, cols)
   const at::Tensor& adamw_update;                ///< the AdamW segments' updates, one after another
   const std::vector<int64_t>& segment_offsets;   ///< where each segment starts in `adamw_update`
@@ -47,8 +48,9 @@ class Distributor {
   /// they were. Nothing to do in one process.
   virtual void gather_updates(const StepUpdates& updates, PhaseProfile& profile) = 0;
 
-  /// W ← W − lr·P for every parameter that takes a step (after gather_updates()
-  /// and the weight decay).
+  /// W ← W·decay − lr·P for every parameter that takes a step (after
+  /// gather_updates()), the product rounded before the difference: the weight decay
+  /// and the update, in one pass where the scheme allows.
   virtual void apply_updates(const StepUpdates& updates, PhaseProfile& profile) = 0;
 };
 

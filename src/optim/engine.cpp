@@ -760,24 +760,20 @@ void Engine::update_adamw_segment(StepContext& context, size_t j) {
   adamw_update_.narrow(0, segment_offsets_[j], segment.numel).copy_(direction.view(-1)).mul_(options.lr());
 }
 
-// W ← W (1 − lr·wd) for every decayed parameter that had a gradient (spec §4
-// step 1), one foreach call per group.
-void Engine::decay_weights(StepContext& context) {
-  std::vector<std::vector<at::Tensor>> decayed(context.groups->size());
+// The factor 1 − lr·wd of every decayed parameter that had a gradient (spec §4
+// step 1), 1 for the others: the distributor applies it with the update.
+std::vector<double> Engine::weight_decay_factors(const StepContext& context) const {
+  std::vector<double> factors(params_.size(), 1.0);
   for (size_t i = 0; i < params_.size(); ++i) {
     const auto& slot = plan_.parameters[i];
     if (!context.has_grad[i] || slot.numel == 0) continue;
     const auto& options = context.options(slot.group);
     if (options.weight_decay() > 0.0 &&
         (slot.view.kind == blocking::ParameterKind::Matrix || options.decay_one_dimensional())) {
-      decayed[slot.group].push_back(params_[i]);
+      factors[i] = 1.0 - options.lr() * options.weight_decay();
     }
   }
-  for (size_t g = 0; g < decayed.size(); ++g) {
-    if (decayed[g].empty()) continue;
-    const auto& options = context.options(static_cast<int64_t>(g));
-    at::_foreach_mul_(decayed[g], 1.0 - options.lr() * options.weight_decay());
-  }
+  return factors;
 }
 
 // Host bookkeeping: which blocks have a gradient this step, and their t.
@@ -849,12 +845,9 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
   for (size_t j = 0; j < segments_.size(); ++j) update_adamw_segment(context, j);
   std::vector<at::Tensor> stack_updates;
   for (const auto& stack : stacks_) stack_updates.push_back(stack.update);
-  const StepUpdates updates{plan_, params_, context.has_grad, stack_updates, adamw_update_, segment_offsets_};
+  const auto decay = weight_decay_factors(context);
+  const StepUpdates updates{plan_, params_, context.has_grad, decay, stack_updates, adamw_update_, segment_offsets_};
   distributor_->gather_updates(updates, profile_);
-  {
-    ScopedPhase phase(profile_, Phase::Copies);
-    decay_weights(context);
-  }
   distributor_->apply_updates(updates, profile_);
 }
 

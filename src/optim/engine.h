@@ -175,8 +175,9 @@ class Engine {
   const at::Tensor& preconditioning_roots(size_t factor_stack, MatmulPrecision precision);
   void write_direction(StepContext& context, size_t stack, const Rows& rows);
   void update_adamw_segment(StepContext& context, size_t segment);
-  /// W ← W (1 − lr·wd) for every decayed parameter that takes a step (spec §4 step 1).
-  void decay_weights(StepContext& context);
+  /// Per parameter, W's factor 1 − lr·wd before its update (spec §4 step 1): 1 for
+  /// parameters without decay or without a gradient.
+  std::vector<double> weight_decay_factors(const StepContext& context) const;
 
   blocking::StackPlan plan_;  ///< this rank's blocks (all blocks in a single process)
   std::shared_ptr<const DistributedContext> distributed_;

@@ -15,6 +15,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <utility>
 #include <vector>
 
 namespace dash::linalg {
@@ -57,8 +59,9 @@ struct Layout {
     scalar_from = at::randn({}, dtype);
   }
 
-  // Stack first (to gather) or matrix first (to write back).
-  std::vector<ViewPair> pairs(bool into_stack) const {
+  // Stack first (to gather) or matrix first (to write back, each destination
+  // scaled by `scale` first where the transfer subtracts).
+  std::vector<ViewPair> pairs(bool into_stack, double scale = 1.0) const {
     const std::vector<at::Tensor> in_stack = {stack.narrow(0, 0, 9 * 64 * 48).view({3, 3, 64, 48}),
         stack.narrow(0, 9 * 64 * 48, 3 * 64 * 6).view({3, 1, 64, 6}),
         stack.narrow(0, 9 * 64 * 48 + 3 * 64 * 6, 8 * 6).view({1, 1, 8, 6})};
@@ -66,10 +69,11 @@ struct Layout {
         grid_of_blocks(matrix, 0, 144, 3, 1, 64, 6), grid_of_blocks(matrix, 192, 144, 1, 1, 8, 6)};
     std::vector<ViewPair> result;
     for (size_t k = 0; k < in_stack.size(); ++k) {
-      result.push_back(into_stack ? ViewPair{in_stack[k], in_matrix[k]} : ViewPair{in_matrix[k], in_stack[k]});
+      result.push_back(
+          into_stack ? ViewPair{in_stack[k], in_matrix[k], scale} : ViewPair{in_matrix[k], in_stack[k], scale});
     }
-    result.push_back({vector_to, vector_from});
-    result.push_back({scalar_to, scalar_from});
+    result.push_back({vector_to, vector_from, scale});
+    result.push_back({scalar_to, scalar_from, scale});
     return result;
   }
 
@@ -96,6 +100,7 @@ void aten_reference(const std::vector<ViewPair>& pairs, Transfer transfer) {
     if (transfer == Transfer::Copy) {
       to.copy_(pair.source);
     } else {
+      if (pair.destination_scale != 1.0) to.mul_(pair.destination_scale);
       to.sub_(pair.source);
     }
   }
@@ -120,20 +125,35 @@ int64_t aten_ops_of(const std::function<void()>& call) {
 TEST(MatrixTransfer, GathersAndWritesBackRegionsAsAtenDoesBitForBit) {
   for (auto dtype : {at::kFloat, at::kDouble}) {
     for (bool into_stack : {true, false}) {
-      for (auto transfer : {Transfer::Copy, Transfer::Subtract}) {
+      // 1 − lr·wd of a weight decay; not a power of two, so that c·d rounds.
+      for (auto [transfer, scale] : {std::pair{Transfer::Copy, 1.0}, std::pair{Transfer::Subtract, 1.0},
+               std::pair{Transfer::Subtract, 1.0 - 3e-3 * 0.1}}) {
         const Layout start(dtype, 7);
         auto expected = start.clone();
-        aten_reference(expected.pairs(into_stack), transfer);
+        aten_reference(expected.pairs(into_stack, scale), transfer);
         auto actual = start.clone();
-        const auto pairs = actual.pairs(into_stack);
+        const auto pairs = actual.pairs(into_stack, scale);
         EXPECT_EQ(aten_ops_of([&] { transfer_matrices(pairs, transfer); }), 0) << "the loop took every pair";
         EXPECT_TRUE(actual.same_as(expected))
             << dtype << (into_stack ? " into the stack" : " into the matrix")
-            << (transfer == Transfer::Copy ? ", copy" : ", subtract");
+            << (transfer == Transfer::Copy ? ", copy" : ", subtract") << ", destination scale " << scale;
         EXPECT_FALSE(start.same_as(expected)) << "the transfer changed something";
       }
     }
   }
+}
+
+TEST(MatrixTransfer, AScaledSubtractionRoundsTheProductBeforeTheDifference) {
+  // d = 1 + 2⁻²³, c = 1 − 2⁻²⁴, s = 1 in float32: c·d = 1 + 2⁻²⁴ − 2⁻⁴⁷ rounds to 1,
+  // so mul_ then sub_ give 0, while a contracted (fused) c·d − s gives 2⁻²⁴ − 2⁻⁴⁷.
+  const float d = 1.0f + std::ldexp(1.0f, -23);
+  const double c = 1.0 - std::ldexp(1.0, -24);
+  auto expected = at::full({4, 8}, d);
+  expected.mul_(c).sub_(at::ones({4, 8}));
+  auto actual = at::full({4, 8}, d);
+  transfer_matrices({{actual, at::ones({4, 8}), c}}, Transfer::Subtract);
+  EXPECT_TRUE(same_bits(actual, expected));
+  EXPECT_EQ(actual[0][0].item<float>(), 0.0f);
 }
 
 TEST(MatrixTransfer, AListSplitOverTheCoresMovesEveryMatrixOnce) {
@@ -143,10 +163,11 @@ TEST(MatrixTransfer, AListSplitOverTheCoresMovesEveryMatrixOnce) {
   std::vector<at::Tensor> matrices;
   for (int k = 0; k < 40; ++k) matrices.push_back(at::randn({512, 384 + 2}).narrow(1, 1, 384));  // rows with gaps
   auto stack = at::randn({40 * 12, 128, 128});
-  auto make_pairs = [&](const std::vector<at::Tensor>& ms, const at::Tensor& st) {
+  auto make_pairs = [&](const std::vector<at::Tensor>& ms, const at::Tensor& st, double scale) {
     std::vector<ViewPair> pairs;
     for (int k = 0; k < 40; ++k) {
-      pairs.push_back({grid_of_blocks(ms[k], 0, 0, 4, 3, 128, 128), st.narrow(0, 12 * k, 12).view({4, 3, 128, 128})});
+      pairs.push_back(
+          {grid_of_blocks(ms[k], 0, 0, 4, 3, 128, 128), st.narrow(0, 12 * k, 12).view({4, 3, 128, 128}), scale});
     }
     return pairs;
   };
@@ -157,8 +178,9 @@ TEST(MatrixTransfer, AListSplitOverTheCoresMovesEveryMatrixOnce) {
       expected.push_back(m.clone());
       actual.push_back(m.clone());
     }
-    aten_reference(make_pairs(expected, stack), transfer);
-    transfer_matrices(make_pairs(actual, stack), transfer);
+    const double scale = transfer == Transfer::Copy ? 1.0 : 0.9997;
+    aten_reference(make_pairs(expected, stack, scale), transfer);
+    transfer_matrices(make_pairs(actual, stack, scale), transfer);
     for (int k = 0; k < 40; ++k) EXPECT_TRUE(same_bits(actual[k], expected[k])) << "parameter " << k;
   }
 }
@@ -200,6 +222,14 @@ TEST(MatrixTransfer, PairsTheLoopCannotTakeGoToAten) {
     check(at::zeros({6, 5}), at::_neg_view(source), transfer);        // a lazy negation: its memory holds +s
   }
   check(at::zeros({6, 5}, at::kInt), source.to(at::kInt), Transfer::Subtract);  // integers: ATen's subtraction
+  // A scaled bfloat16 destination: ATen's mul_ (one _foreach_mul_), then its sub_.
+  auto weights = at::randn({6, 5}).to(at::kBFloat16);
+  auto reference = weights.clone();
+  reference.mul_(0.75).sub_(source.to(at::kBFloat16));
+  transfer_matrices({{weights, source, 0.75}}, Transfer::Subtract);
+  EXPECT_TRUE(at::equal(weights, reference));
+  EXPECT_THAT(error_of([&] { transfer_matrices({{weights, source, 0.75}}, Transfer::Copy); }),
+      HasSubstr("a copy takes no destination scale"));
   // A destination of one element seen many times: ATen refuses to write it.
   auto expanded = at::zeros({1, 5}).expand({6, 5});
   EXPECT_THAT(error_of([&] { transfer_matrices({{expanded, source}}, Transfer::Copy); }), HasSubstr("single memory"));
