@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
       "                        a CPU in fp32); --newton-steps: CN and NDB once per Newton step count;\n"
       "                        --methods auto: RootMethod::Auto, which reports its choice and trials;\n"
       "                        --preconditioning-precisions: once per precision of L̄ Ĝ R̄, labelled\n"
-      "                        'pc bf16', its floor at the bf16 ceiling; --weight-decay: every optimizer's\n"
+      "                        'pc bf16', its floor at the bf16 ceiling; --weight-decay: every optimizer's weight decay\n"
       "                        (0: none for DASH, LibTorch's default 0.01 for AdamW);\n"
       "                        --tf32 1 (solvers, step): float32 matmuls may run as TF32 on GPUs)\n"
       "       dash-bench distributed [--preset llama-tiny] [--layers N] [--block 256] [--frequency 10]\n"

@@ -12,6 +12,10 @@
 #include <map>
 #include <utility>
 
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+
 namespace dash::linalg {
 namespace {
 
@@ -103,8 +107,8 @@ void append_matrices(const ViewPair& pair, std::vector<MatrixMove>& moves) {
 }
 
 // c·d − s with the product rounded before the difference, as mul_ then sub_ round
-// them: this file is compiled with -ffp-contract=off (CMakeLists.txt), so that no
-// -march with FMA fuses the two.
+// them: this file is compiled with -ffp-contract=off (CMakeLists.txt), and Clang is
+// told so here too, so that no FMA target (-march with FMA, aarch64) fuses the two.
 template <typename Scalar>
 void subtract_rows(const MatrixMove& move) {
   const auto scale = static_cast<Scalar>(move.scale);  // as ATen's mul_ takes a Scalar: in the tensor's type
@@ -128,7 +132,7 @@ void copy_rows(const MatrixMove& move) {
 }
 
 // The pairs the loop cannot take: one ATen op each, the scaling one _foreach_mul_
-// per distinct scale (on a GPU, one launch per weight-decay group, not per region).
+// per distinct scale.
 void aten_transfer(const std::vector<const ViewPair*>& pairs, Transfer transfer) {
   if (transfer == Transfer::Subtract) {
     std::map<double, std::vector<at::Tensor>> scaled;

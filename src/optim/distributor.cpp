@@ -28,13 +28,25 @@ class LocalDistributor final : public Distributor {
     // below) for a parameter whose shape cannot be viewed as one.
     std::vector<at::Tensor> matrices(updates.params.size());
     std::vector<linalg::ViewPair> regions;
+    // On a CPU the decay rides on the write-back's pass; elsewhere it is one
+    // _foreach_mul_ per factor over whole parameters (regions narrower than their
+    // parameter are not dense, and a GPU's foreach would launch once per region).
+    const bool decay_in_pass = updates.params.empty() || updates.params.front().is_cpu();
+    if (!decay_in_pass) {
+      std::map<double, std::vector<at::Tensor>> decayed;
+      for (size_t i = 0; i < updates.params.size(); ++i) {
+        if (updates.has_grad[i] && updates.decay[i] != 1.0) decayed[updates.decay[i]].push_back(updates.params[i]);
+      }
+      for (auto& [factor, params] : decayed) at::_foreach_mul_(params, factor);
+    }
+    auto decay_of = [&](size_t i) { return decay_in_pass ? updates.decay[i] : 1.0; };
     for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
       for (const auto& region : plan.gradient_stacks[s].regions) {
         const auto i = static_cast<size_t>(region.param);
         if (!updates.has_grad[i]) continue;
         if (!matrices[i].defined()) matrices[i] = blocking::as_matrix(updates.params[i], plan.parameters[i].view);
         regions.push_back({blocking::region_in_matrix(matrices[i], region),
-            blocking::region_in_stack(updates.stack_updates[s], region), updates.decay[i]});
+            blocking::region_in_stack(updates.stack_updates[s], region), decay_of(i)});
       }
     }
     for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {
@@ -45,7 +57,7 @@ class LocalDistributor final : public Distributor {
         regions.push_back({updates.params[i],
             updates.adamw_update.narrow(0, updates.segment_offsets[j] + slot.offset - segment.offset, slot.numel)
                 .view(updates.params[i].sizes()),
-            updates.decay[i]});
+            decay_of(i)});
       }
     }
     linalg::transfer_matrices(regions, linalg::Transfer::Subtract);

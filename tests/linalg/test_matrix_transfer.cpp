@@ -10,6 +10,7 @@
 #include "support/error_message.h"
 
 #include <ATen/ATen.h>
+#include <ATen/core/grad_mode.h>
 #include <ATen/record_function.h>
 
 #include <gmock/gmock.h>
@@ -146,6 +147,7 @@ TEST(MatrixTransfer, GathersAndWritesBackRegionsAsAtenDoesBitForBit) {
 TEST(MatrixTransfer, AScaledSubtractionRoundsTheProductBeforeTheDifference) {
   // d = 1 + 2⁻²³, c = 1 − 2⁻²⁴, s = 1 in float32: c·d = 1 + 2⁻²⁴ − 2⁻⁴⁷ rounds to 1,
   // so mul_ then sub_ give 0, while a contracted (fused) c·d − s gives 2⁻²⁴ − 2⁻⁴⁷.
+  // (It can fail only where the compiler may emit FMA: -march with FMA, aarch64.)
   const float d = 1.0f + std::ldexp(1.0f, -23);
   const double c = 1.0 - std::ldexp(1.0, -24);
   auto expected = at::full({4, 8}, d);
@@ -222,13 +224,22 @@ TEST(MatrixTransfer, PairsTheLoopCannotTakeGoToAten) {
     check(at::zeros({6, 5}), at::_neg_view(source), transfer);        // a lazy negation: its memory holds +s
   }
   check(at::zeros({6, 5}, at::kInt), source.to(at::kInt), Transfer::Subtract);  // integers: ATen's subtraction
-  // A scaled bfloat16 destination: ATen's mul_ (one _foreach_mul_), then its sub_.
-  auto weights = at::randn({6, 5}).to(at::kBFloat16);
-  auto reference = weights.clone();
-  reference.mul_(0.75).sub_(source.to(at::kBFloat16));
-  transfer_matrices({{weights, source, 0.75}}, Transfer::Subtract);
-  EXPECT_TRUE(at::equal(weights, reference));
-  EXPECT_THAT(error_of([&] { transfer_matrices({{weights, source, 0.75}}, Transfer::Copy); }),
+  // Scaled bfloat16 destinations, three scales in one call: each is ATen's mul_ by
+  // its own scale (a _foreach_mul_ per scale), then its sub_.
+  std::vector<at::Tensor> weights;
+  std::vector<ViewPair> scaled;
+  const std::vector<double> scales = {0.75, 1.0, 0.5, 0.75};
+  for (size_t k = 0; k < scales.size(); ++k) {
+    weights.push_back(at::randn({6, 5}).to(at::kBFloat16));
+    auto reference = weights.back().clone();
+    if (scales[k] != 1.0) reference.mul_(scales[k]);
+    reference.sub_(source.to(at::kBFloat16));
+    scaled.push_back({weights.back(), source, scales[k]});
+    weights.push_back(reference);
+  }
+  transfer_matrices(scaled, Transfer::Subtract);
+  for (size_t k = 0; k < scales.size(); ++k) EXPECT_TRUE(at::equal(weights[2 * k], weights[2 * k + 1])) << k;
+  EXPECT_THAT(error_of([&] { transfer_matrices({{weights[0], source, 0.75}}, Transfer::Copy); }),
       HasSubstr("a copy takes no destination scale"));
   // A destination of one element seen many times: ATen refuses to write it.
   auto expanded = at::zeros({1, 5}).expand({6, 5});
