@@ -1,5 +1,6 @@
 #include "linalg/matrix_transfer.h"
 
+#include "linalg/matrix_stack.h"
 #include "linalg/stack_lapack.h"
 
 #include <ATen/ATen.h>
@@ -32,23 +33,6 @@ struct MatrixMove {
   at::ScalarType type;
   double scale;  // Subtract's destination scale
 };
-
-// Whether no two elements of `t` share memory: with its dimensions ordered by
-// stride, each steps past all that the ones inside it span. (Sufficient, and true
-// of every block region of a parameter or a stack.)
-bool without_self_overlap(const at::Tensor& t) {
-  std::vector<std::pair<int64_t, int64_t>> steps;  // (stride, size) of dimensions longer than 1
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.size(d) > 1) steps.emplace_back(t.stride(d), t.size(d));
-  }
-  std::sort(steps.begin(), steps.end());
-  int64_t span = 1;
-  for (const auto& [stride, size] : steps) {
-    if (stride < span) return false;
-    span += (size - 1) * stride;
-  }
-  return true;
-}
 
 // Plain memory: a strided CPU tensor with storage, no lazy negation, no zeros
 // without memory, and no tensor (a wrapper subclass, a functionalised or batched

@@ -1,5 +1,6 @@
 #include "linalg/stack_select.h"
 
+#include "linalg/matrix_stack.h"
 #include "linalg/stack_lapack.h"
 
 #include <ATen/ATen.h>
@@ -27,9 +28,7 @@ bool contiguous_matrices(const at::Tensor& t) {
 
 // A destination whose matrices do not overlap (an expanded one would be written
 // twice over; ATen's where_out refuses it with its own message).
-bool separate_matrices(const at::Tensor& t) {
-  return contiguous_matrices(t) && (t.size(0) <= 1 || t.stride(0) >= t.size(1) * t.size(2));
-}
+bool separate_matrices(const at::Tensor& t) { return contiguous_matrices(t) && without_self_overlap(t); }
 
 // The mask on the host: a CPU tensor's own memory, no device transfer.
 std::vector<uint8_t> host_mask(const at::Tensor& mask) {

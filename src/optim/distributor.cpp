@@ -11,6 +11,17 @@
 namespace dash::optim {
 namespace {
 
+// W ← W·(1 − lr·wd) for every parameter that takes a step and decays, one
+// _foreach_mul_ per factor over whole parameters (dense, so one launch per factor
+// on a GPU).
+void decay_whole_parameters(const StepUpdates& updates) {
+  std::map<double, std::vector<at::Tensor>> decayed;
+  for (size_t i = 0; i < updates.params.size(); ++i) {
+    if (updates.has_grad[i] && updates.decay[i] != 1.0) decayed[updates.decay[i]].push_back(updates.params[i]);
+  }
+  for (auto& [factor, params] : decayed) at::_foreach_mul_(params, factor);
+}
+
 // One process: W ← W·(1 − lr·wd) − lr·P straight from the stacks, a strided view
 // per block region and one per AdamW parameter (spec §4 steps 1 and 9), all in one
 // transfer (linalg/matrix_transfer.h).
@@ -28,17 +39,11 @@ class LocalDistributor final : public Distributor {
     // below) for a parameter whose shape cannot be viewed as one.
     std::vector<at::Tensor> matrices(updates.params.size());
     std::vector<linalg::ViewPair> regions;
-    // On a CPU the decay rides on the write-back's pass; elsewhere it is one
-    // _foreach_mul_ per factor over whole parameters (regions narrower than their
-    // parameter are not dense, and a GPU's foreach would launch once per region).
+    // On a CPU the decay rides on the write-back's pass; elsewhere it goes first over
+    // whole parameters (regions narrower than their parameter are not dense, and a
+    // GPU's foreach would launch once per region).
     const bool decay_in_pass = updates.params.empty() || updates.params.front().is_cpu();
-    if (!decay_in_pass) {
-      std::map<double, std::vector<at::Tensor>> decayed;
-      for (size_t i = 0; i < updates.params.size(); ++i) {
-        if (updates.has_grad[i] && updates.decay[i] != 1.0) decayed[updates.decay[i]].push_back(updates.params[i]);
-      }
-      for (auto& [factor, params] : decayed) at::_foreach_mul_(params, factor);
-    }
+    if (!decay_in_pass) decay_whole_parameters(updates);
     auto decay_of = [&](size_t i) { return decay_in_pass ? updates.decay[i] : 1.0; };
     for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
       for (const auto& region : plan.gradient_stacks[s].regions) {
@@ -117,17 +122,15 @@ class AllGatherDistributor final : public Distributor {
     ScopedPhase phase(profile, Phase::Copies);
     std::vector<at::Tensor> targets;
     std::vector<at::Tensor> flat_updates;
-    std::map<double, std::vector<at::Tensor>> decayed;  // one _foreach_mul_ per factor
     for (size_t i = 0; i < updates.params.size(); ++i) {
       const auto& slot = plan.parameters[i];
       if (!updates.has_grad[i] || slot.numel == 0) continue;
-      if (updates.decay[i] != 1.0) decayed[updates.decay[i]].push_back(updates.params[i]);
       targets.push_back(updates.params[i]);
       auto update = flat_update_.narrow(0, slot.offset, slot.numel).view(updates.params[i].sizes());
       flat_updates.push_back(
           updates.params[i].scalar_type() == at::kFloat ? update : update.to(updates.params[i].scalar_type()));
     }
-    for (auto& [factor, params] : decayed) at::_foreach_mul_(params, factor);
+    decay_whole_parameters(updates);
     if (!targets.empty()) at::_foreach_add_(targets, flat_updates, -1.0);
   }
 
