@@ -176,15 +176,33 @@ bool readable_stack(const at::Tensor& t, const at::Tensor& c) {
 
 // Copies columns [first, last) of the strictly lower triangle of a row-major n × n
 // matrix into rows [first, last) of the upper one: C[col][row] = C[row][col] for
-// first ≤ col < last, row > col. Rows are read 32 columns at a time, so both the
-// rows read and the rows written stay in cache.
+// first ≤ col < last, row > col. It goes tile by tile through a buffer in the
+// first-level cache, so that C is read and written along rows only: transposing in
+// place wrote 32 rows at once, which at n = 512 or 1024 (a power-of-two stride)
+// fall into a few cache sets and evict each other (docs/benchmarks.md, "The
+// mirror at power-of-two sizes").
 template <typename Scalar>
 void mirror_columns(Scalar* c, int64_t n, int64_t ldc, int64_t first, int64_t last) {
   constexpr int64_t kTile = 32;
+  Scalar transposed[kTile * kTile];
   for (int64_t col0 = first; col0 < last; col0 += kTile) {
-    const int64_t col1 = std::min(col0 + kTile, last);
-    for (int64_t row = col0 + 1; row < n; ++row) {
-      for (int64_t col = col0; col < std::min(row, col1); ++col) c[col * ldc + row] = c[row * ldc + col];
+    const int64_t columns = std::min(kTile, last - col0);
+    for (int64_t row0 = col0; row0 < n; row0 += kTile) {
+      const int64_t rows = std::min(kTile, n - row0);
+      // The tile on the diagonal holds upper entries too: only those below it are read.
+      const bool diagonal = row0 == col0;
+      for (int64_t row = 0; row < rows; ++row) {
+        const Scalar* source = c + (row0 + row) * ldc + col0;
+        const int64_t below = diagonal ? std::min(columns, row) : columns;
+        for (int64_t col = 0; col < below; ++col) transposed[col * kTile + row] = source[col];
+      }
+      for (int64_t col = 0; col < columns; ++col) {
+        const int64_t from = diagonal ? col + 1 : 0;
+        if (from < rows) {
+          std::copy(
+              transposed + col * kTile + from, transposed + col * kTile + rows, c + (col0 + col) * ldc + row0 + from);
+        }
+      }
     }
   }
 }

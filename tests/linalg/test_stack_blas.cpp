@@ -254,7 +254,8 @@ std::pair<at::Tensor, at::Tensor> commuting_pair(int64_t count, int64_t n, uint6
 }
 
 // C ← β C + α A B against float64 for sizes of one panel and of several (some
-// ragged: n not a multiple of the panel width), stacks of one and of several,
+// ragged: n not a multiple of the panel width; at 384 the panels are 48 wide, so
+// the mirror's 32-wide tiles do not divide them), stacks of one and of several,
 // β = 0 over a C full of NaN, and operands with row strides wider than their
 // rows. Elementwise bound: |fl(A B) − A B| ≤ n·u·|A||B| for a dot product of
 // length n (Higham, "Accuracy and Stability", eq. 3.12), plus the β C term.
@@ -263,7 +264,7 @@ TEST(StackBlas, SymmetricProductMatchesFloat64AndIsExactlySymmetric) {
   if (!plan.one_triangle) GTEST_SKIP() << plan.description;
   for (auto dtype : {at::kFloat, at::kDouble}) {
     const double u = dtype == at::kFloat ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
-    for (int64_t n : {5, 37, 64, 130, 256}) {
+    for (int64_t n : {5, 37, 64, 130, 256, 384}) {
       for (int64_t count : {1, 3}) {
         for (double beta : {0.0, 1.0, -0.5}) {
           const auto [a64, b64] = commuting_pair(count, n, static_cast<uint64_t>(n + count));
