@@ -156,8 +156,8 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
   // entries near 1 (NewtonDB's scale then comes from the eigenvalues themselves).
   const bool from_eigenvalues = evd || newton_db_by_eigh(options, a.device());
   auto scale = from_eigenvalues ? admitted.magnitude
-                                : linalg::spectral_scale(normalized, options.scaling(), options.precision(), scratch,
-                                      admitted.magnitude);
+                                : linalg::spectral_scale(
+                                      normalized, options.scaling(), options.precision(), scratch, admitted.magnitude);
   // With ε added, λ_max ≥ ε; the floor only matters for an all-zero block at ε = 0.
   scale = scale.clamp_min(std::max(options.epsilon(), static_cast<double>(std::numeric_limits<float>::min())));
   // A scale beyond the float range (entries near FLT_MAX / (margin · b)) would

@@ -48,13 +48,13 @@ bool loop_can_move(const ViewPair& pair, Transfer transfer) {
   const auto& to = pair.destination;
   const auto& from = pair.source;
   const auto type = to.scalar_type();
-  const bool loop_type = transfer == Transfer::Copy ? at::isFloatingType(type)
-                                                    : (type == at::kFloat || type == at::kDouble);
+  const bool loop_type =
+      transfer == Transfer::Copy ? at::isFloatingType(type) : (type == at::kFloat || type == at::kDouble);
   // A write autograd records (grad mode on) is ATen's: it refuses or records it.
   if (at::GradMode::is_enabled() && (to.requires_grad() || from.requires_grad())) return false;
-  return plain_cpu_memory(to) && plain_cpu_memory(from) && loop_type &&
-         from.scalar_type() == type && to.sizes() == from.sizes() && rows_contiguous(to) && rows_contiguous(from) &&
-         !to.is_alias_of(from) && without_self_overlap(to);
+  return plain_cpu_memory(to) && plain_cpu_memory(from) && loop_type && from.scalar_type() == type &&
+         to.sizes() == from.sizes() && rows_contiguous(to) && rows_contiguous(from) && !to.is_alias_of(from) &&
+         without_self_overlap(to);
 }
 
 // The pair's matrices (its last two dimensions; a vector is one row, a scalar one
@@ -159,8 +159,8 @@ void transfer_matrices(const std::vector<ViewPair>& pairs, Transfer transfer) {
   aten_transfer(aten_pairs, transfer);
   if (moves.empty()) return;
   const double passes = transfer == Transfer::Copy ? 2.0 : 3.0;  // bytes read and written per destination byte
-  for_each_pass_range(static_cast<int64_t>(moves.size()), at::Device(at::kCPU), passes * bytes,
-      [&](int64_t first, int64_t last) {
+  for_each_pass_range(
+      static_cast<int64_t>(moves.size()), at::Device(at::kCPU), passes * bytes, [&](int64_t first, int64_t last) {
         for (int64_t k = first; k < last; ++k) {
           const auto& move = moves[static_cast<size_t>(k)];
           if (transfer == Transfer::Copy) {

@@ -276,8 +276,8 @@ at::Tensor finite_matrices(const at::Tensor& stack) { return at::isfinite(larges
 
 AdmittedMatrices admit_matrices(
     const at::Tensor& stack, bool positive_diagonal, double diagonal_shift, Scratch& scratch) {
-  TORCH_CHECK(stack.dim() == 3 && stack.size(1) == stack.size(2), "dash: admit_matrices: expected an (N, b, b) stack, got ",
-      stack.sizes());
+  TORCH_CHECK(stack.dim() == 3 && stack.size(1) == stack.size(2),
+      "dash: admit_matrices: expected an (N, b, b) stack, got ", stack.sizes());
   if (cpu_loops_take(stack)) return cpu_admit_matrices(stack, positive_diagonal, diagonal_shift, scratch);
   return aten_admit_matrices(stack, positive_diagonal, diagonal_shift, scratch);
 }

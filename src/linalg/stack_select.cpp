@@ -56,11 +56,12 @@ void copy_matrices_where(const at::Tensor& dst, const at::Tensor& mask, const at
   const auto* from = static_cast<const char*>(src.data_ptr());
   const auto to_stride = static_cast<size_t>(dst.stride(0)) * dst.element_size();
   const auto from_stride = static_cast<size_t>(src.stride(0)) * src.element_size();
-  for_each_pass_range(dst, 2.0 * static_cast<double>(dst.numel() * dst.element_size()), [&](int64_t first, int64_t last) {
-    for (int64_t i = first; i < last; ++i) {
-      if (chosen[static_cast<size_t>(i)]) std::memcpy(to + i * to_stride, from + i * from_stride, matrix_bytes);
-    }
-  });
+  for_each_pass_range(
+      dst, 2.0 * static_cast<double>(dst.numel() * dst.element_size()), [&](int64_t first, int64_t last) {
+        for (int64_t i = first; i < last; ++i) {
+          if (chosen[static_cast<size_t>(i)]) std::memcpy(to + i * to_stride, from + i * from_stride, matrix_bytes);
+        }
+      });
 }
 
 void fill_matrices_where(const at::Tensor& dst, const at::Tensor& mask, double value) {

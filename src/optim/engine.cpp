@@ -138,7 +138,8 @@ void check_disjoint_memory(std::vector<MemorySpan> spans) {
   std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
   for (size_t k = 1; k < spans.size(); ++k) {
     TORCH_CHECK(spans[k].begin >= spans[k - 1].end, "dash::Dash: parameters of shapes ", spans[k - 1].shape, " and ",
-        spans[k].shape, " lie in overlapping memory (views of one storage that overlap or interleave); each "
+        spans[k].shape,
+        " lie in overlapping memory (views of one storage that overlap or interleave); each "
         "parameter must have memory of its own");
   }
 }

@@ -56,8 +56,8 @@ void cpu_step(const at::Tensor& grad, const at::Tensor& ema, const at::Tensor& s
   };
   // Three reads and four writes per element: a memory-bound pass. Ranges of blocks on
   // the cores where ATen's pool has one thread, else ATen's parallel loop on its pool.
-  linalg::for_each_pass_range(grad, 7.0 * static_cast<double>(grad.numel() * grad.element_size()),
-      [&](int64_t first, int64_t last) {
+  linalg::for_each_pass_range(
+      grad, 7.0 * static_cast<double>(grad.numel() * grad.element_size()), [&](int64_t first, int64_t last) {
         at::parallel_for(first * block_numel, last * block_numel, kGrain, elements);
       });
 }

@@ -34,8 +34,8 @@ bool same_bits(const at::Tensor& a, const at::Tensor& b) {
 
 // The (grid_rows, grid_cols, rows, cols) view of a block grid whose top-left
 // element is (row, col) in `matrix`, as a parameter's block region.
-at::Tensor grid_of_blocks(
-    const at::Tensor& matrix, int64_t row, int64_t col, int64_t grid_rows, int64_t grid_cols, int64_t rows, int64_t cols) {
+at::Tensor grid_of_blocks(const at::Tensor& matrix, int64_t row, int64_t col, int64_t grid_rows, int64_t grid_cols,
+    int64_t rows, int64_t cols) {
   return matrix.narrow(0, row, grid_rows * rows)
       .narrow(1, col, grid_cols * cols)
       .view({grid_rows, rows, grid_cols, cols})
@@ -90,8 +90,8 @@ struct Layout {
   }
 
   bool same_as(const Layout& other) const {
-    return same_bits(matrix, other.matrix) && same_bits(stack, other.stack) &&
-           same_bits(vector_to, other.vector_to) && same_bits(scalar_to, other.scalar_to);
+    return same_bits(matrix, other.matrix) && same_bits(stack, other.stack) && same_bits(vector_to, other.vector_to) &&
+           same_bits(scalar_to, other.scalar_to);
   }
 };
 
@@ -116,7 +116,9 @@ int64_t aten_ops_of(const std::function<void()>& call) {
         if (depth++ == 0) ++counted;
         return nullptr;
       },
-      [](const at::RecordFunction&, at::ObserverContext*) { --depth; }).scopes({at::RecordScope::FUNCTION}));
+      [](const at::RecordFunction&, at::ObserverContext*) {
+        --depth;
+      }).scopes({at::RecordScope::FUNCTION}));
   counted = 0;
   call();
   at::removeCallback(handle);
@@ -218,7 +220,7 @@ TEST(MatrixTransfer, PairsTheLoopCannotTakeGoToAten) {
     EXPECT_TRUE(at::equal(actual, expected)) << destination.scalar_type() << " " << from.sizes();
   };
   for (auto transfer : {Transfer::Copy, Transfer::Subtract}) {
-    check(at::zeros({6, 5}, at::kBFloat16), source, transfer);  // another dtype: converted first
+    check(at::zeros({6, 5}, at::kBFloat16), source, transfer);        // another dtype: converted first
     check(at::zeros({6, 5}), source.t().contiguous().t(), transfer);  // columns contiguous, not rows
     check(at::zeros({6, 5}), source.narrow(0, 0, 1), transfer);       // a row broadcast over the rows
     check(at::zeros({6, 5}), at::_neg_view(source), transfer);        // a lazy negation: its memory holds +s
@@ -239,7 +241,9 @@ TEST(MatrixTransfer, PairsTheLoopCannotTakeGoToAten) {
   }
   transfer_matrices(scaled, Transfer::Subtract);
   for (size_t k = 0; k < scales.size(); ++k) EXPECT_TRUE(at::equal(weights[2 * k], weights[2 * k + 1])) << k;
-  EXPECT_THAT(error_of([&] { transfer_matrices({{weights[0], source, 0.75}}, Transfer::Copy); }),
+  EXPECT_THAT(error_of([&] {
+    transfer_matrices({{weights[0], source, 0.75}}, Transfer::Copy);
+  }),
       HasSubstr("a copy takes no destination scale"));
   // A destination of one element seen many times: ATen refuses to write it.
   auto expanded = at::zeros({1, 5}).expand({6, 5});
@@ -248,7 +252,9 @@ TEST(MatrixTransfer, PairsTheLoopCannotTakeGoToAten) {
   auto both = at::randn({4, 4});
   auto expected = both.clone();
   expected.narrow(0, 0, 2).sub_(expected.narrow(0, 2, 2));
-  EXPECT_GT(aten_ops_of([&] { transfer_matrices({{both.narrow(0, 0, 2), both.narrow(0, 2, 2)}}, Transfer::Subtract); }),
+  EXPECT_GT(aten_ops_of([&] {
+    transfer_matrices({{both.narrow(0, 0, 2), both.narrow(0, 2, 2)}}, Transfer::Subtract);
+  }),
       0);
   EXPECT_TRUE(same_bits(both, expected));
 }
@@ -262,7 +268,9 @@ TEST(MatrixTransfer, AWriteCountsAsAnInPlaceChangeForAutograd) {
   }
   EXPECT_GT(parameter._version(), before) << "a view's write bumps its base's version, as ATen's sub_ does";
   // With grad mode on, a leaf that requires grad is ATen's, which refuses the write.
-  EXPECT_THAT(error_of([&] { transfer_matrices({{parameter, at::randn({8, 6})}}, Transfer::Copy); }),
+  EXPECT_THAT(error_of([&] {
+    transfer_matrices({{parameter, at::randn({8, 6})}}, Transfer::Copy);
+  }),
       HasSubstr("in-place operation"));
 }
 
@@ -271,9 +279,7 @@ TEST(MatrixTransfer, EmptyListsAndEmptyTensorsIssueNoOp) {
   auto empty = at::zeros({0, 4});
   auto also = at::zeros({3, 0});
   const auto sources = std::vector<at::Tensor>{at::ones({0, 4}), at::ones({3, 0})};
-  EXPECT_EQ(aten_ops_of([&] {
-    transfer_matrices({{empty, sources[0]}, {also, sources[1]}}, Transfer::Subtract);
-  }), 0);
+  EXPECT_EQ(aten_ops_of([&] { transfer_matrices({{empty, sources[0]}, {also, sources[1]}}, Transfer::Subtract); }), 0);
 }
 
 }  // namespace

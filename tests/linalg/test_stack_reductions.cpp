@@ -142,12 +142,11 @@ TEST(StackReductions, AtenPathAndCpuLoopsAgreeBitForBit) {
 TEST(StackReductions, AsymmetryAtTheBoundIsAdmittedAndAboveItIsNot) {
   auto at_bound = [](at::ScalarType dtype, bool above) {
     auto m = at::eye(40, dtype).mul_(3.0);  // max |a| = 3
-    const double bound = dtype == at::kFloat ? static_cast<double>(3.0f * static_cast<float>(kTolerance))
-                                             : 3.0 * kTolerance;
-    const double entry = !above ? bound
-                         : dtype == at::kFloat
-                             ? static_cast<double>(std::nextafter(static_cast<float>(bound), 1.0f))
-                             : std::nextafter(bound, 1.0);
+    const double bound =
+        dtype == at::kFloat ? static_cast<double>(3.0f * static_cast<float>(kTolerance)) : 3.0 * kTolerance;
+    const double entry = !above                ? bound
+                         : dtype == at::kFloat ? static_cast<double>(std::nextafter(static_cast<float>(bound), 1.0f))
+                                               : std::nextafter(bound, 1.0);
     m[37][5] = entry;  // m[5][37] = 0: the asymmetry is the entry itself, exactly
     Scratch scratch;
     return admit_matrices(m.unsqueeze(0), true, 0.0, scratch).admissible.item<bool>();
@@ -163,8 +162,8 @@ TEST(StackReductions, AdmissionMatchesItsAtenExpressionBitForBit) {
     Scratch scratch;
     const auto got = admit_matrices(stack, positive_diagonal, shift, scratch);
     const auto expected = reference_admission(stack, positive_diagonal, shift);
-    const auto where = c10::str(stack.scalar_type(), " ", stack.sizes(), " positive diagonal ", positive_diagonal,
-        " shift ", shift);
+    const auto where =
+        c10::str(stack.scalar_type(), " ", stack.sizes(), " positive diagonal ", positive_diagonal, " shift ", shift);
     EXPECT_TRUE(same(got.admissible, expected.admissible)) << where;
     EXPECT_TRUE(same(got.matrices, expected.matrices)) << where;
     EXPECT_TRUE(same(got.magnitude, expected.magnitude)) << where;
@@ -235,7 +234,9 @@ TEST(StackSelect, RefusesMasksThatDoNotFitTheStack) {
   EXPECT_THAT(error_of([&] { copy_matrices_where(stack, at::ones({2}, at::kBool), stack.clone()); }),
       HasSubstr("(N,) bool mask"));
   EXPECT_THAT(error_of([&] { fill_matrices_where(stack, at::ones({3}), 0.0); }), HasSubstr("(N,) bool mask"));
-  EXPECT_THAT(error_of([&] { copy_matrices_where(stack, at::ones({3}, at::kBool), at::zeros({3, 2, 3})); }),
+  EXPECT_THAT(error_of([&] {
+    copy_matrices_where(stack, at::ones({3}, at::kBool), at::zeros({3, 2, 3}));
+  }),
       HasSubstr("a source like the destination"));
   // A destination whose matrices share memory is ATen's to refuse, not written twice over.
   auto expanded = at::zeros({1, 2, 2}).expand({3, 2, 2});

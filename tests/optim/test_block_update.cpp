@@ -290,8 +290,8 @@ TEST_F(BlockUpdate, PreconditionedDirectionOverTheCoresKeepsEachBlocksNorm) {
   work.graft.copy_(random({blocks, size, size}));
   work.graft.div_(at::linalg_vector_norm(work.graft, 2, {1, 2}, true)).mul_(at::arange(1, blocks + 1).view({-1, 1, 1}));
   const auto u = at::matmul(at::matmul(left.to(at::kDouble), work.ghat.to(at::kDouble)), right.to(at::kDouble));
-  const auto expected = u * at::arange(1, blocks + 1, at::kDouble).view({-1, 1, 1}) /
-                        at::linalg_vector_norm(u, 2, {1, 2}, true);
+  const auto expected =
+      u * at::arange(1, blocks + 1, at::kDouble).view({-1, 1, 1}) / at::linalg_vector_norm(u, 2, {1, 2}, true);
   const int threads = at::get_num_threads();
   at::set_num_threads(1);
   const auto direction = preconditioned_direction(work, left, right, GraftingType::Adam);

@@ -497,7 +497,8 @@ TEST(DashSafety, NonContiguousParametersAreUpdatedInPlace) {
   const auto conv_data = conv.data_ptr();
   // With weight decay on every parameter: the copy of a parameter that is no view
   // of its matrix is decayed and updated, then written back.
-  auto options = preconditioned_from_step_one(RootMethod::EVD).block_size(3).weight_decay(0.1).decay_one_dimensional(true);
+  auto options =
+      preconditioned_from_step_one(RootMethod::EVD).block_size(3).weight_decay(0.1).decay_one_dimensional(true);
   Dash a(strided, options);
   Dash b(twins, options);
   for (int t = 0; t < 3; ++t) testing::step_twins(strided, a, twins, b, generator);
