@@ -64,6 +64,8 @@ TEST(StackBlas, SyrkMatchesFloat64AndIsExactlySymmetric) {
         EXPECT_LT((c.to(at::kDouble) - expected).abs().max().item<double>(), tolerance * scale)
             << dtype << " transpose " << transpose_a << " beta " << beta;
         EXPECT_TRUE(at::equal(c, c.transpose(1, 2))) << dtype << " transpose " << transpose_a << " beta " << beta;
+        // The columns past n in C's rows are not C's: untouched.
+        EXPECT_EQ(c_rows.narrow(2, n, 7).abs().sum().item<double>(), 0.0);
       }
     }
   }
@@ -254,8 +256,8 @@ std::pair<at::Tensor, at::Tensor> commuting_pair(int64_t count, int64_t n, uint6
 }
 
 // C ← β C + α A B against float64 for sizes of one panel and of several (some
-// ragged: n not a multiple of the panel width; at 384 the panels are 48 wide, so
-// the mirror's 32-wide tiles do not divide them), stacks of one and of several,
+// ragged: n not a multiple of the panel width; at 350 the panels are 48 wide, so
+// the mirror's 32-wide tiles do not divide them, and the last is 14 wide), stacks of one and of several,
 // β = 0 over a C full of NaN, and operands with row strides wider than their
 // rows. Elementwise bound: |fl(A B) − A B| ≤ n·u·|A||B| for a dot product of
 // length n (Higham, "Accuracy and Stability", eq. 3.12), plus the β C term.
@@ -264,7 +266,7 @@ TEST(StackBlas, SymmetricProductMatchesFloat64AndIsExactlySymmetric) {
   if (!plan.one_triangle) GTEST_SKIP() << plan.description;
   for (auto dtype : {at::kFloat, at::kDouble}) {
     const double u = dtype == at::kFloat ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
-    for (int64_t n : {5, 37, 64, 130, 256, 384}) {
+    for (int64_t n : {5, 37, 64, 130, 256, 350}) {
       for (int64_t count : {1, 3}) {
         for (double beta : {0.0, 1.0, -0.5}) {
           const auto [a64, b64] = commuting_pair(count, n, static_cast<uint64_t>(n + count));
