@@ -1,10 +1,10 @@
 #pragma once
 
 // A CPU stack of matrices as the split loops read it (stack_blas.cpp,
-// stack_reductions.cpp), and whether a loop may write a tensor at all
-// (stack_select.cpp, matrix_transfer.cpp): its base pointer and strides, taken on
-// the caller's thread before the split. In LibTorch ≥ 2.3 data_ptr() may copy a copy-on-write storage,
-// which must not happen in several helper threads at once.
+// stack_reductions.cpp): its base pointer and strides, taken on the caller's
+// thread before the split (in LibTorch ≥ 2.3 data_ptr() may copy a copy-on-write
+// storage, which must not happen in several helper threads at once). And whether
+// a loop may write a tensor at all (stack_select.cpp, matrix_transfer.cpp).
 
 #include <ATen/core/Tensor.h>
 
