@@ -9,6 +9,7 @@
 #include "model_shapes.h"
 #include "timing.h"
 
+#include "common/memory_peak.h"
 #include "linalg/stack_blas.h"
 
 #include <dash/dash.h>
@@ -51,7 +52,9 @@ struct Measurement {
   double fp32_ceiling_gflops = 0.0;             // the factor updates are always float32
   double preconditioning_ceiling_gflops = 0.0;  // bmm ceiling in the preconditioning precision
   int64_t state_bytes = 0;
-  int64_t workspace_bytes = 0;
+  int64_t workspace_bytes = 0;              // kept across steps besides the state (DashDiagnostics)
+  int64_t workspace_limit_bytes = 0;        // the budget in force; 0: none
+  int64_t step_peak_bytes = 0;              // the largest peak of a timed step's temporaries (allocator hook)
   std::map<std::string, double> phases_ms;  // per step, with --profile
   std::string root_choices;  // Execution::Auto, RootMethod::Auto: what each stack chose; warm EVD: roots kept/warm/eigh
 
@@ -144,10 +147,11 @@ struct Run {
   std::unique_ptr<torch::optim::Optimizer> optimizer;
   int64_t steps_taken = 0;
   std::vector<double> root_times, other_times;
+  int64_t peak_bytes = 0;  // of the timed steps' temporaries, the largest
 };
 
 Run start_run(const Configuration& config, const ModelShapes& model, const at::Device& device, uint64_t seed) {
-  Run run{config, model_parameters(model, device, seed), nullptr, 0, {}, {}};
+  Run run{config, model_parameters(model, device, seed), nullptr, 0, {}, {}, 0};
   if (config.adamw) {
     // LibTorch's default decay (0.01) unless --weight-decay sets one for every optimizer.
     auto adamw = torch::optim::AdamWOptions(1e-3);
@@ -159,17 +163,22 @@ Run start_run(const Configuration& config, const ModelShapes& model, const at::D
   return run;
 }
 
-// One optimizer step; timed (and filed as a root or non-root step) unless warming up.
+// One optimizer step; timed (and filed as a root or non-root step) unless warming
+// up, and then its peak of temporary memory measured by the allocators' hook.
 void step_run(Run& run, bool timed) {
+  int64_t peak = 0;
   const auto ms = time_it(
       [&] {
+        const common::MeasureMemoryPeak measure;
         run.optimizer->step();
+        peak = measure.peak_bytes();
         return run.params.back();
       },
       0, 1)
                       .median_ms;
   const int64_t t = ++run.steps_taken;
   if (!timed) return;
+  run.peak_bytes = std::max(run.peak_bytes, peak);
   const auto& options = run.config.options;
   // Roots are due at t_start and every f steps after it.
   const bool root_step =
@@ -188,6 +197,7 @@ Measurement finish_run(Run& run, const at::Device& device, int steps, bool profi
                                                      static_cast<double>(run.root_times.size());
   std::sort(times.begin(), times.end());
   result.per_step = {times[times.size() / 2], times.front(), times.back()};
+  result.step_peak_bytes = run.peak_bytes;
   if (run.config.adamw) {
     result.state_bytes = adamw_state_bytes(static_cast<torch::optim::AdamW&>(*run.optimizer));
     return result;
@@ -203,6 +213,7 @@ Measurement finish_run(Run& run, const at::Device& device, int steps, bool profi
   result.state_bytes = dash.state_bytes();
   const auto diagnostics = dash.diagnostics();  // reads counters back from the device: once
   result.workspace_bytes = diagnostics.workspace_bytes;
+  result.workspace_limit_bytes = diagnostics.workspace_limit_bytes;
   const bool auto_method = run.config.options.root().method() == RootMethod::Auto;
   if (run.config.options.execution() == Execution::Auto || auto_method) {
     for (const auto& stack : diagnostics.factor_stacks) {
@@ -348,6 +359,14 @@ std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Ar
 
 constexpr const char* kSequentialBaselineLabel = "sequential evd fp32";
 
+// A workspace_limit other than the library's default, for a configuration's label:
+// " ws none", " ws 0.05" (of the state), " ws 64MB".
+std::string workspace_label(double limit) {
+  if (limit == DashOptions().workspace_limit()) return "";
+  if (limit == 0.0) return " ws none";
+  return " ws " + (limit < 1.0 ? fixed(limit, 2) : fixed(limit / 1e6, 0) + "MB");
+}
+
 std::vector<Configuration> configurations(const Arguments& arguments, int64_t frequency) {
   auto base = DashOptions(1e-3)
                   .block_size(arguments.integer("block"))
@@ -377,13 +396,19 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
             root_options.scaling().method(scaling);
             for (const auto& preconditioning_name : arguments.list("preconditioning-precisions")) {
               const auto preconditioning = parse_matmul_precision(preconditioning_name);
-              auto options =
-                  DashOptions(base).execution(execution).root(root_options).preconditioning_precision(preconditioning);
-              result.push_back(
-                  {to_string(execution) + " " + to_string(method) + variant_label + " " +
-                          (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " + to_string(precision) +
-                          (preconditioning == MatmulPrecision::FP32 ? "" : " pc " + to_string(preconditioning)),
-                      false, options});
+              for (const double limit : arguments.reals("workspace-limits")) {
+                auto options = DashOptions(base)
+                                   .execution(execution)
+                                   .root(root_options)
+                                   .preconditioning_precision(preconditioning)
+                                   .workspace_limit(limit);
+                result.push_back(
+                    {to_string(execution) + " " + to_string(method) + variant_label + " " +
+                            (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " + to_string(precision) +
+                            (preconditioning == MatmulPrecision::FP32 ? "" : " pc " + to_string(preconditioning)) +
+                            workspace_label(limit),
+                        false, options});
+              }
             }
           }
         }
@@ -431,7 +456,8 @@ int run_step_bench(const std::vector<std::string>& args) {
                 {"eigen-tolerances", real_list_option("0", 0, 1)}, {"ndb-polynomials", "newton-schulz"},
                 {"ndb-evaluations", "matmuls"}, {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)},
                 {"tf32", integer_option("0", 0, 1)}, {"newton-steps", integer_list_option("10", 1)},
-                {"preconditioning-precisions", "fp32"}, {"weight-decay", real_option("0", 0)}});
+                {"preconditioning-precisions", "fp32"}, {"weight-decay", real_option("0", 0)},
+                {"workspace-limits", real_list_option("0.1", 0, 1e18)}});
   const auto float32_matmuls = set_float32_matmul_mode(arguments.text("tf32") == "1");
   // Every configuration's names and options, before anything is measured.
   check_configurations(configurations(arguments, 1));
@@ -472,8 +498,9 @@ int run_step_bench(const std::vector<std::string>& args) {
                 << "waits for the device (the gradient check reads back in copies) absorbs the work queued before "
                 << "it)" << std::endl;
     }
-    std::printf("%-30s %9s %9s %9s %8s %7s %7s %8s %8s %7s %8s %8s\n", "configuration", "ms/step", "non-root", "root",
-        "floor", "x floor", "x seq", "x adamw", "GFLOP/s", "%ceil", "state MB", "work MB");
+    std::printf("%-30s %9s %9s %9s %8s %7s %7s %8s %8s %7s %8s %8s %8s %8s\n", "configuration", "ms/step", "non-root",
+        "root", "floor", "x floor", "x seq", "x adamw", "GFLOP/s", "%ceil", "state MB", "work MB", "peak MB",
+        "limit MB");
     const auto configs = configurations(arguments, frequency);
     const auto measurements =
         measure_all(configs, model, device, seed, warmup, steps, profile, arguments.text("interleave") == "1");
@@ -491,7 +518,7 @@ int run_step_bench(const std::vector<std::string>& args) {
       const double sequential_ms = reference.second;
       const double gflops = m.flops / (m.mean_ms * 1e6);
       auto or_dash = [&](bool known, const std::string& text) { return known ? text : std::string("-"); };
-      std::printf("%-30s %9s %9s %9s %8s %7s %7s %8s %8s %7s %8s %8s\n", config.label.c_str(),
+      std::printf("%-30s %9s %9s %9s %8s %7s %7s %8s %8s %7s %8s %8s %8s %8s\n", config.label.c_str(),
           fixed(m.mean_ms, 1).c_str(), or_dash(m.non_root_median_ms > 0, fixed(m.non_root_median_ms, 1)).c_str(),
           or_dash(m.root_mean_ms > 0, fixed(m.root_mean_ms, 1)).c_str(),
           or_dash(!config.adamw, fixed(m.floor_ms(), 1)).c_str(),
@@ -500,7 +527,9 @@ int run_step_bench(const std::vector<std::string>& args) {
           fixed(m.mean_ms / adamw_ms, 2).c_str(), or_dash(!config.adamw, fixed(gflops, 1)).c_str(),
           or_dash(!config.adamw, fixed(100.0 * gflops / m.ceiling_gflops, 1)).c_str(),
           fixed(static_cast<double>(m.state_bytes) / 1e6, 1).c_str(),
-          fixed(static_cast<double>(m.workspace_bytes) / 1e6, 1).c_str());
+          fixed(static_cast<double>(m.workspace_bytes) / 1e6, 1).c_str(),
+          fixed(static_cast<double>(m.step_peak_bytes) / 1e6, 1).c_str(),
+          or_dash(m.workspace_limit_bytes > 0, fixed(static_cast<double>(m.workspace_limit_bytes) / 1e6, 1)).c_str());
       if (!m.root_choices.empty()) std::printf("    roots: %s\n", m.root_choices.c_str());
       if (!m.phases_ms.empty()) {
         std::printf("    phases ms/step:");
@@ -524,7 +553,8 @@ int run_step_bench(const std::vector<std::string>& args) {
           {"preconditioning_flops", m.preconditioning_flops}, {"gflops", gflops}, {"ceiling_gflops", m.ceiling_gflops},
           {"fp32_ceiling_gflops", m.fp32_ceiling_gflops},
           {"preconditioning_ceiling_gflops", m.preconditioning_ceiling_gflops}, {"state_bytes", m.state_bytes},
-          {"workspace_bytes", m.workspace_bytes}, {"phases_ms", m.phases_ms}, {"root_choices", m.root_choices}});
+          {"workspace_bytes", m.workspace_bytes}, {"workspace_limit_bytes", m.workspace_limit_bytes},
+          {"step_peak_bytes", m.step_peak_bytes}, {"phases_ms", m.phases_ms}, {"root_choices", m.root_choices}});
     }
   }
   write_json_report(report, arguments.text("json"));

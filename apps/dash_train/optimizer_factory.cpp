@@ -63,7 +63,8 @@ std::unique_ptr<torch::optim::Optimizer> make_dash(const TrainConfig& config, co
                            .adamw_betas(std::make_tuple(config.beta1, config.beta2))
                            .adamw_eps(config.eps)
                            .execution(dash::parse_execution(config.execution))
-                           .preconditioning_precision(dash::parse_matmul_precision(config.preconditioning_precision));
+                           .preconditioning_precision(dash::parse_matmul_precision(config.preconditioning_precision))
+                           .workspace_limit(config.workspace_limit);
   return std::make_unique<dash::Dash>(params, options, std::move(distributed));
 }
 

@@ -91,6 +91,9 @@ const std::vector<Key>& keys() {
       {"auto_max_error", &TrainConfig::auto_max_error,
           "auto: largest root error (on gradients like the factor's) a method may have to be chosen", true},
       {"beta_factor", &TrainConfig::beta_factor, "EMA of the Shampoo factors L, R", true},
+      {"workspace_limit", &TrainConfig::workspace_limit,
+          "memory a step may use besides the optimizer state: a fraction of it in (0, 1), bytes from 1 on, 0: no limit",
+          false},
   };
   return table;
 }

@@ -7,6 +7,8 @@
 
 #include "llama.h"
 
+#include <dash/optimizer_options.h>
+
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
@@ -77,6 +79,7 @@ struct TrainConfig {
   std::string preconditioning_precision = "fp32";  ///< L̄ Ĝ R̄ in fp32 or bf16
   double auto_max_error = 0.5;                     ///< root_method auto
   double beta_factor = 0.95;
+  double workspace_limit = dash::DashOptions().workspace_limit();  ///< fraction of the state, bytes, or 0: none
 
   LlamaConfig model() const;
   /// out_dir/name: the run's logs and checkpoints.

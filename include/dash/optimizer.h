@@ -70,11 +70,23 @@ struct DashDiagnostics {
   std::vector<FactorStackDiagnostics> factor_stacks;
   std::vector<BlockStackDiagnostics> block_stacks;
   int64_t skipped_steps = 0;  ///< steps skipped for non-finite gradients
-  /// Scratch memory kept across steps and not counted in state_bytes(): the root
-  /// solvers' reusable temporaries (a few stacks of the largest factor size), and
-  /// with a 16-bit preconditioning_precision the rounded roots and two rounded
-  /// copies of the largest gradient stack.
+  /// Memory, in bytes (docs/python.md, "Memory"). The optimizer state (what
+  /// state_bytes() returns, what a checkpoint holds):
+  int64_t state_bytes = 0;
+  /// Memory kept across steps besides the state: the root solvers' and the blocks'
+  /// reusable buffers (chunks of the stacks within workspace_limit; without a limit
+  /// the gathered gradients and every stack's updates), the AdamW parameters'
+  /// gradients and updates, a 16-bit preconditioning_precision's rounded roots,
+  /// and a distributed rank's exchange buffers.
   int64_t workspace_bytes = 0;
+  /// The last step's workspace budget (DashOptions::workspace_limit resolved); 0: no limit.
+  int64_t workspace_limit_bytes = 0;
+  /// The last step's peak of memory held above what was held when it began (its
+  /// temporaries, and workspace it added), measured by the allocators' reporting
+  /// hook when Dash::profile_memory(true) is on; -1 otherwise, and when a profiler
+  /// held the hook. So a step's memory beyond the state peaks at
+  /// workspace_bytes + step_peak_bytes.
+  int64_t step_peak_bytes = -1;
   int64_t steps_taken = 0;  ///< step() calls that updated the state (skipped ones not included)
   /// Steps skipped because a finite gradient entry was so large that the float32
   /// statistics (G Gᵀ, Gᵀ G, the grafting g²) would overflow (see Dash::step).
@@ -130,6 +142,15 @@ class Dash : public torch::optim::Optimizer {
   /// device-side profilers show.
   void profile_phases(bool enabled);
   std::map<std::string, double> phase_times_ms() const;
+
+  /// Measures the peak of temporary tensor memory of each following step
+  /// (diagnostics().step_peak_bytes) through c10's memory-reporting hook, the one
+  /// the PyTorch profiler's profile_memory uses: every allocation then takes a lock.
+  /// As under that profiler, a step that frees CPU memory allocated before it may
+  /// make LibTorch log "Memory block of unknown size..." (once per thousand such
+  /// frees), and that free is not counted, so the peak can only be overstated.
+  /// Nothing is measured while a profiler is active.
+  void profile_memory(bool enabled);
 
  private:
   /// A fresh state for the param groups as they are (only before the first step).

@@ -18,6 +18,9 @@
 
 namespace dash {
 
+/// The least workspace a fractional DashOptions::workspace_limit resolves to.
+constexpr int64_t kWorkspaceFloorBytes = int64_t{16} << 20;
+
 /// Direction whose per-block norm the Shampoo update is scaled to (spec §4 step 6).
 enum class GraftingType { Adam, RMSprop, AdaGrad, SGD, None };
 
@@ -90,6 +93,18 @@ struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions>
   /// (docs/benchmarks.md, "bfloat16 preconditioning"). The factors and their roots
   /// are still computed in float32. FP16 is refused: L̄ Ĝ R̄ can exceed its range.
   TORCH_ARG(MatmulPrecision, preconditioning_precision) = MatmulPrecision::FP32;
+  /// The memory a step may use besides the optimizer state: its reusable buffers
+  /// and its temporaries (diagnostics().workspace_bytes and step_peak_bytes). A
+  /// value in (0, 1) is a fraction of the state's bytes, at least 16 MiB
+  /// (kWorkspaceFloorBytes); a value ≥ 1 a number of bytes; 0 no limit (each stack
+  /// is processed whole, its gathered gradient kept through the step). Within a
+  /// limit the factor updates, the roots, the grafting and the preconditioning run
+  /// over chunks of each stack that fit it, half of it for the roots' solvers and half
+  /// for the blocks' buffers; a chunk holds at least one block, so a limit below
+  /// one block's needs is exceeded by that much. With several groups the largest
+  /// limit applies. On a CPU the arithmetic, and so every result, is the same for
+  /// every limit (docs/python.md, "Memory").
+  TORCH_ARG(double, workspace_limit) = 0.1;
 
  public:
   void serialize(torch::serialize::InputArchive& archive) override;

@@ -53,4 +53,11 @@ struct RootMethodChoice {
 RootMethodChoice choose_root_method(
     const at::Tensor& matrices, int64_t p, const InverseRootOptions& options, InverseRootWorkspace& workspace);
 
+/// Bytes of temporaries choose_root_method() holds at once on `count` (b × b)
+/// float32 matrices on `device` with an empty workspace: the most any candidate's
+/// inverse_root() holds (inverse_root_workspace_bytes(), <dash/solver_cost.h>), a
+/// held root, and the float64 reference roots of its sample.
+int64_t choose_root_method_workspace_bytes(
+    int64_t count, int64_t b, const InverseRootOptions& options, const at::Device& device);
+
 }  // namespace dash

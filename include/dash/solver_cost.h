@@ -1,7 +1,8 @@
 #pragma once
 
 // Floating-point operation counts of the inverse-root solvers, from the shapes and
-// options alone (what a benchmark divides its time by).
+// options alone (what a benchmark divides its time by), and the memory their
+// temporaries take (what a caller who bounds its memory divides its budget by).
 
 #include <dash/inverse_root.h>
 
@@ -28,5 +29,15 @@ double inverse_root_flops(int64_t count, int64_t b, int64_t p, const InverseRoot
 /// benchmark divides by this to compare its time with the matmul ceiling.
 double inverse_root_flops(
     int64_t count, int64_t b, int64_t p, const InverseRootOptions& options, const at::Device& device);
+
+/// Bytes of temporaries inverse_root() holds at once on `count` (b × b) float32
+/// matrices on `device` with an InverseRootWorkspace that starts empty: the
+/// workspace's buffers and the stack-sized tensors its operations allocate
+/// besides, returned root included. An upper bound per method and precision, set
+/// from measurements (test_solver_cost compares it with the allocator's peak for
+/// every method and precision); `warm_basis`: EVD given an Eigenbasis. Linear in
+/// `count`, plus a few b × b matrices per call.
+int64_t inverse_root_workspace_bytes(
+    int64_t count, int64_t b, const InverseRootOptions& options, const at::Device& device, bool warm_basis = false);
 
 }  // namespace dash

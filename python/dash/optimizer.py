@@ -219,9 +219,16 @@ class Dash(torch.optim.Optimizer):
                         "save and restore it with state_dict() / load_state_dict()")
 
     def diagnostics(self) -> Dict[str, Any]:
-        """Root failures per factor stack, skipped steps, stack shapes, state bytes, Auto's
-        choices; reads a few scalars back from the device."""
+        """Root failures per factor stack, skipped steps, stack shapes, Auto's choices, and
+        memory: state, workspace and (with profile_memory) the last step's peak, in bytes;
+        reads a few scalars back from the device."""
         return self._cpp.diagnostics()
+
+    def profile_memory(self, enabled: bool = True) -> None:
+        """Measure the following steps' peak of temporary memory, diagnostics()["step_peak_bytes"]
+        (the allocators' reporting hook, as torch.profiler's profile_memory; not while a
+        profiler runs)."""
+        self._cpp.profile_memory(enabled)
 
     def profile_phases(self, enabled: bool = True) -> None:
         """Time the following steps by phase (copies, factors, roots, ...); see phase_times_ms()."""

@@ -34,6 +34,15 @@ struct BlockRegion {
 /// consecutive rows. Every block is in exactly one region, in order.
 std::vector<BlockRegion> merge_into_regions(const std::vector<int64_t>& params, const std::vector<Block>& blocks);
 
+/// The blocks `blocks` of a stack (ascending block numbers) as pieces of `regions`
+/// (the stack's regions, in stack order), each piece's `first` its position in
+/// `blocks`: what moves those blocks between their parameters and a compact
+/// (blocks.size(), block_rows, block_cols) buffer. A run of consecutive blocks is
+/// cut where it leaves a region and, within one, into at most three rectangles of
+/// its grid (the rest of a grid row, whole rows, the start of a row), so a run that
+/// covers whole regions keeps them whole.
+std::vector<BlockRegion> regions_of_blocks(const std::vector<BlockRegion>& regions, const std::vector<int64_t>& blocks);
+
 /// A parameter (or its gradient) as its (rows, cols) matrix: a view for any tensor
 /// whose shape can be viewed (parameters and gradients, in practice), a copy otherwise.
 at::Tensor as_matrix(const at::Tensor& tensor, const MatrixView& view);

@@ -82,6 +82,15 @@ void UpdateExchange::exchange(at::Tensor& flat_update) {
   }
 }
 
+int64_t UpdateExchange::buffer_bytes() const {
+  int64_t bytes = 0;
+  for (const auto* tensor :
+      {&send_index_, &receive_index_, &send_words_, &receive_words_all_, &send_staging_, &receive_staging_}) {
+    if (tensor->defined()) bytes += tensor->numel() * static_cast<int64_t>(tensor->element_size());
+  }
+  return bytes;
+}
+
 int64_t UpdateExchange::bytes_per_step() const {
   // Sends its share, receives the other ranks' (world_size − 1) shares.
   return static_cast<int64_t>(receive_words_all_.element_size()) * receive_words_all_.numel();

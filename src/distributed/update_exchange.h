@@ -26,6 +26,9 @@ class UpdateExchange {
   /// Bytes this rank sends plus receives per exchange.
   int64_t bytes_per_step() const;
 
+  /// Bytes of the buffers it keeps (indices, send and receive buffers, staging).
+  int64_t buffer_bytes() const;
+
  private:
   const DistributedContext& context_;
   at::Tensor send_index_;     ///< this rank's positions, padded with the scratch position

@@ -3,6 +3,7 @@
 // factor itself (root_method_choice.h says why).
 
 #include <dash/root_method_choice.h>
+#include <dash/solver_cost.h>
 
 #include "common/device_clock.h"
 #include "linalg/batched_matmul.h"
@@ -157,6 +158,19 @@ RootMethodChoice choose_root_method(
   }
   choice.method = best->method;
   return choice;
+}
+
+int64_t choose_root_method_workspace_bytes(
+    int64_t count, int64_t b, const InverseRootOptions& options, const at::Device& device) {
+  int64_t solver = 0;
+  for (auto method : kCandidates) {
+    solver =
+        std::max(solver, inverse_root_workspace_bytes(count, b, InverseRootOptions(options).method(method), device));
+  }
+  // The last run's root, held while the next candidate runs; the reference: per
+  // sampled matrix its float64 copy, eigenvectors, root, weight and products.
+  const int64_t matrix = 4 * b * b;
+  return solver + count * matrix + std::min(count, kReferenceSample) * 12 * matrix;
 }
 
 }  // namespace dash

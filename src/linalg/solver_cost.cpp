@@ -6,6 +6,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 namespace dash {
@@ -134,6 +135,55 @@ double inverse_root_flops(
       full_precision && linalg::stack_syrk_plan(device).one_triangle ? bd * bd * (bd + 1.0) : gemm_flops(b);
   return static_cast<double>(count) *
          per_matrix_flops(b, p, options, product, reconstruction, resolve_newton_db_evaluation(options, device));
+}
+
+namespace {
+
+// b × b float32 matrices inverse_root() holds per input matrix (its workspace
+// buffers, and what its ATen operations allocate besides), measured with c10's
+// memory-reporting hook at b = 32…256 and rounded up (test_solver_cost checks
+// them): EVD and NewtonDB by eigh copy the input, take Q and form Q diag Qᵀ;
+// coupled Newton keeps M', N, X and the products of N^p·M; Chebyshev its shifted
+// input, two Clenshaw terms and their products; a warm eigenbasis its QR and
+// Rayleigh–Ritz products. 16-bit operands add rounded copies (FP16 more on a CPU,
+// whose float16 products are emulated in float32).
+double matrices_per_matrix(const InverseRootOptions& options, const at::Device& device, bool warm_basis) {
+  const auto precision = options.precision();
+  auto by_precision = [&](double fp32, double bf16, double fp16) {
+    return precision == MatmulPrecision::FP32 ? fp32 : precision == MatmulPrecision::BF16 ? bf16 : fp16;
+  };
+  switch (options.method()) {
+    case RootMethod::EVD:
+      if (warm_basis) return by_precision(12.5, 13.5, 15.0);
+      return by_precision(3.0, 4.0, 6.0);
+    case RootMethod::NewtonDB:
+      if (resolve_newton_db_evaluation(options, device) == NewtonDBEvaluation::Eigh) return by_precision(3.0, 4.0, 6.0);
+      return by_precision(5.0, 5.5, 7.5);
+    case RootMethod::CoupledNewton:
+      return by_precision(6.5, 7.0, 9.0);
+    case RootMethod::Chebyshev:
+      return by_precision(9.5, 11.5, 14.0);
+    case RootMethod::Auto:
+      break;
+  }
+  TORCH_CHECK(false,
+      "dash::inverse_root_workspace_bytes: RootMethod::Auto has no workspace of its own; pass the "
+      "method it chose");
+}
+
+}  // namespace
+
+int64_t inverse_root_workspace_bytes(
+    int64_t count, int64_t b, const InverseRootOptions& options, const at::Device& device, bool warm_basis) {
+  TORCH_CHECK(
+      count >= 0 && b >= 0, "dash::inverse_root_workspace_bytes: need count >= 0 and b >= 0, got ", count, " and ", b);
+  const double matrix = 4.0 * static_cast<double>(b) * static_cast<double>(b);
+  // Power iteration's (N, b, k) vectors and the (N, b) eigenvalues, twice over.
+  const bool iterative = options.scaling().method() != Scaling::Frobenius;
+  const double vectors = 4.0 * static_cast<double>(b) * (2.0 * (iterative ? options.scaling().vectors() : 0) + 4.0);
+  const double per_matrix = matrices_per_matrix(options, device, warm_basis) * matrix + vectors;
+  // Per call: an identity, a constant term, a LAPACK or matmul scratch.
+  return static_cast<int64_t>(std::ceil(static_cast<double>(count) * per_matrix + 5.0 * matrix));
 }
 
 }  // namespace dash

@@ -58,8 +58,9 @@ at::Tensor power_iteration_scale(const at::Tensor& a, int64_t vectors, const Spe
   for (int64_t i = 0; i < options.iterations(); ++i) {
     auto w = linalg::matmul(a_operand, v, precision, scratch);
     norms = at::linalg_vector_norm(w, 2, {1}, /*keepdim=*/true);
-    // Clamped so that an all-zero block gives s = 0 rather than 0/0.
-    v = w / norms.clamp_min(tiny);
+    // Clamped so that an all-zero block gives s = 0 rather than 0/0. In place: the
+    // iterates alternate between two Scratch buffers.
+    v = w.div_(norms.clamp_min(tiny));
   }
   return std::get<0>(norms.max(/*dim=*/2, /*keepdim=*/true)) * options.margin();
 }

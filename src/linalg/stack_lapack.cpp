@@ -6,6 +6,11 @@
 #include <c10/core/Device.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cfenv>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <exception>
 #include <limits>
 #include <mutex>
@@ -14,6 +19,7 @@
 
 #if defined(__unix__) || defined(__APPLE__)
 #include <dlfcn.h>
+#include <pthread.h>
 #define DASH_HAVE_DLSYM 1
 #endif
 
@@ -78,8 +84,121 @@ class SingleThreadedBlas {
   int previous_;
 };
 
+// Sets this thread's floating-point environment for its lifetime, then restores it.
+class FloatingPointEnvironment {
+ public:
+  explicit FloatingPointEnvironment(const std::fenv_t& environment) {
+    std::fegetenv(&previous_);
+    std::fesetenv(&environment);
+  }
+  ~FloatingPointEnvironment() { std::fesetenv(&previous_); }
+  FloatingPointEnvironment(const FloatingPointEnvironment&) = delete;
+  FloatingPointEnvironment& operator=(const FloatingPointEnvironment&) = delete;
+
+ private:
+  std::fenv_t previous_;
+};
+
 int64_t workers_for(int64_t matrices, int blas_threads) {
   return std::max<int64_t>(1, std::min<int64_t>(matrices, blas_threads));
+}
+
+// Helper threads kept from one split to the next: starting and joining a thread
+// took ≈ 40 µs here, and a step within a workspace limit splits a few hundred
+// passes. One job at a time: for_each_range() holds blas_threads_mutex() around it.
+// Between jobs a helper spins briefly (a step's splits come back to back), then
+// sleeps on a condition variable, so that an idle pool takes no core from
+// anything else (OpenBLAS's own threads outside the splits).
+class HelperPool {
+ public:
+  /// Runs task(w) for w in [0, workers): w = 0 on the caller's thread, the others
+  /// on helpers (those a thread could not be started for on the caller's, after
+  /// its own); returns once all have returned. `task` must not throw.
+  void run(int64_t workers, const std::function<void(int64_t)>& task) {
+    try {
+      while (static_cast<int64_t>(threads_.size()) < workers - 1) {
+        const auto index = static_cast<int64_t>(threads_.size()) + 1;
+        threads_.emplace_back([this, index] { serve(index); });
+      }
+    } catch (...) {
+      // No thread to be had (std::system_error, std::bad_alloc): fewer helpers.
+    }
+    const int64_t helped = std::min(workers, static_cast<int64_t>(threads_.size()) + 1);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      task_ = &task;
+      workers_ = helped;
+      running_.store(helped - 1);
+      generation_.fetch_add(1);
+    }
+    wake_.notify_all();
+    task(0);
+    for (int64_t worker = helped; worker < workers; ++worker) task(worker);
+    spin_while([&] { return running_.load() > 0; });
+    std::unique_lock<std::mutex> lock(mutex_);
+    finished_.wait(lock, [&] { return running_.load() == 0; });
+    task_ = nullptr;
+  }
+
+ private:
+  // How long a thread yields in a loop for the other side before it sleeps.
+  static constexpr std::chrono::microseconds kSpin{100};
+
+  template <typename Waiting>
+  static void spin_while(const Waiting& waiting) {
+    const auto until = std::chrono::steady_clock::now() + kSpin;
+    while (waiting() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+  }
+
+  void serve(int64_t index) {
+    single_threaded_aten_in_this_thread();  // a helper's setting, not the caller's
+    uint64_t seen = 0;
+    for (;;) {
+      spin_while([&] { return generation_.load() == seen; });
+      const std::function<void(int64_t)>* task = nullptr;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return generation_.load() != seen; });
+        seen = generation_.load();
+        if (index >= workers_) continue;
+        task = task_;
+      }
+      (*task)(index);
+      if (running_.fetch_sub(1) == 1) {
+        std::lock_guard<std::mutex> lock(mutex_);  // the caller sees the count under the lock, or is woken
+        finished_.notify_one();
+      }
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::condition_variable finished_;
+  std::vector<std::thread> threads_;  // thread k - 1 serves worker k; touched by callers only
+  const std::function<void(int64_t)>* task_ = nullptr;
+  int64_t workers_ = 0;
+  std::atomic<int64_t> running_{0};
+  std::atomic<uint64_t> generation_{0};
+};
+
+// The process's pool, never destroyed (its threads wait until the process ends),
+// made by the first split (under blas_threads_mutex()). A child of fork() has none
+// of its parent's threads: it makes a pool of its own (the parent's is leaked there).
+HelperPool*& helper_pool_slot() {
+  static HelperPool* pool = nullptr;
+  return pool;
+}
+
+HelperPool& helper_pool() {
+  static std::once_flag registered;
+  std::call_once(registered, [] {
+#ifdef DASH_HAVE_DLSYM
+    pthread_atfork(nullptr, nullptr, [] { helper_pool_slot() = nullptr; });
+#endif
+  });
+  auto& pool = helper_pool_slot();
+  if (pool == nullptr) pool = new HelperPool;
+  return *pool;
 }
 
 }  // namespace
@@ -137,32 +256,21 @@ void for_each_range(int64_t count, const at::Device& device,
   const auto first_of = [&](int64_t worker) { return count * worker / workers; };
 
   const at::ThreadLocalState caller_state;
+  // The caller's floating-point environment (rounding, flush-to-zero: x86's MXCSR
+  // is part of it), which a helper kept from an earlier split may not have.
+  std::fenv_t caller_environment;
+  std::fegetenv(&caller_environment);
   std::vector<std::exception_ptr> failures(static_cast<size_t>(workers));
   const auto run = [&](int64_t worker) {
     try {
       const at::ThreadLocalStateGuard state_guard(caller_state);
+      const FloatingPointEnvironment environment(caller_environment);
       solve(first_of(worker), first_of(worker + 1));
     } catch (...) {
       failures[static_cast<size_t>(worker)] = std::current_exception();
     }
   };
-  std::vector<std::thread> helpers;
-  helpers.reserve(static_cast<size_t>(workers - 1));
-  int64_t started = 1;
-  try {
-    for (; started < workers; ++started) {
-      helpers.emplace_back([&run, started] {
-        single_threaded_aten_in_this_thread();  // a helper's setting, not the caller's
-        run(started);
-      });
-    }
-  } catch (...) {
-    // No thread to be had (std::system_error, std::bad_alloc): the caller's thread
-    // takes the ranges left over.
-  }
-  run(0);
-  for (int64_t worker = started; worker < workers; ++worker) run(worker);
-  for (auto& helper : helpers) helper.join();
+  helper_pool().run(workers, run);
   for (const auto& failure : failures) {
     if (failure) std::rethrow_exception(failure);
   }

@@ -51,9 +51,11 @@ StackLapackPlan stack_lapack_plan(int64_t matrices, const at::Device& device);
 
 /// Runs `solve(first, last)` over ranges [first, last) that cover [0, stack.size(0))
 /// once, as stack_lapack_plan() says: min(N, threads) contiguous ranges at once,
-/// each on its own thread (the caller's thread takes the first) with ATen's
-/// thread-local state (grad mode, profiler) and a single-threaded BLAS, which is
-/// restored afterwards; otherwise solve(0, N) on the caller's thread. Not
+/// each on its own thread (the caller's thread takes the first; the others are
+/// helpers kept between calls) with the caller's ATen thread-local state (grad mode,
+/// profiler) and floating-point environment (rounding, flush-to-zero), and a
+/// single-threaded BLAS, which is restored afterwards; otherwise solve(0, N) on the
+/// caller's thread. Not
 /// reentrant: `solve` must not call it. `solve`
 /// writes its results into the caller's outputs at [first, last). An exception in
 /// any range is rethrown here after every range has finished. `max_workers` caps

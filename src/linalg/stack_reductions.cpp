@@ -272,6 +272,70 @@ at::Tensor largest_magnitude_of_all(const at::Tensor& tensor) {
   return at::maximum(highest, lowest.neg());
 }
 
+namespace {
+
+// Bands of rows of at most this many entries: a large matrix is split over the
+// cores like a stack of small ones.
+constexpr int64_t kBandEntries = int64_t{1} << 16;
+
+// The largest |x| of the float32 and float64 `stacks` (cpu_loops_take), as a
+// double (NaN for a NaN entry), in one pass over the cores for all of them.
+template <typename Scalar>
+double cpu_largest_magnitude_of_stacks(const std::vector<at::Tensor>& stacks) {
+  std::vector<MatrixView<const Scalar>> bands;
+  double bytes = 0.0;
+  for (const auto& stack : stacks) {
+    const auto in = readable_view<Scalar>(stack);
+    const int64_t rows_per_band = std::max<int64_t>(1, kBandEntries / std::max<int64_t>(stack.size(2), 1));
+    for (int64_t i = 0; i < stack.size(0); ++i) {
+      const auto matrix = matrix_of(in, stack, i);
+      for (int64_t r = 0; r < matrix.rows; r += rows_per_band) {
+        bands.emplace_back(matrix.row(r), std::min(rows_per_band, matrix.rows - r), matrix.columns, matrix.ld);
+      }
+    }
+    bytes += static_cast<double>(stack.numel()) * sizeof(Scalar);
+  }
+  std::vector<Bits<Scalar>> largest(bands.size(), 0);
+  for_each_pass_range(
+      static_cast<int64_t>(bands.size()), at::Device(at::kCPU), bytes, [&](int64_t first, int64_t last) {
+        for (int64_t i = first; i < last; ++i) largest[i] = largest_magnitude_bits(bands[i]);
+      });
+  const auto bits = largest.empty() ? Bits<Scalar>{0} : *std::max_element(largest.begin(), largest.end());
+  return static_cast<double>(magnitude_value<Scalar>(bits));
+}
+
+}  // namespace
+
+at::Tensor largest_magnitude_of_list(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> floats, doubles;
+  std::vector<at::Tensor> magnitudes;
+  for (const auto& tensor : tensors) {
+    if (tensor.numel() == 0) continue;
+    // As a stack: up to three dimensions as they are, more when contiguous (views).
+    at::Tensor stack = tensor;
+    while (stack.dim() < 3) stack = stack.unsqueeze(0);
+    if (stack.dim() > 3 && stack.is_contiguous()) stack = stack.view({1, -1, stack.size(-1)});
+    if (cpu_loops_take(stack)) {
+      (stack.scalar_type() == at::kFloat ? floats : doubles).push_back(stack);
+    } else {
+      magnitudes.push_back(largest_magnitude_of_all(tensor).to(at::kFloat));
+    }
+  }
+  auto cpu_value = [](double value) {
+    // In float32, as a conversion rounds it: beyond its range, Inf (NaN stays NaN).
+    const auto single =
+        value > std::numeric_limits<float>::max() ? std::numeric_limits<float>::infinity() : static_cast<float>(value);
+    return at::scalar_tensor(single, at::TensorOptions().dtype(at::kFloat));
+  };
+  if (!floats.empty()) magnitudes.push_back(cpu_value(cpu_largest_magnitude_of_stacks<float>(floats)));
+  if (!doubles.empty()) magnitudes.push_back(cpu_value(cpu_largest_magnitude_of_stacks<double>(doubles)));
+  if (magnitudes.empty()) {
+    const auto device = tensors.empty() ? at::Device(at::kCPU) : tensors.front().device();
+    return at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(device));
+  }
+  return magnitudes.size() == 1 ? magnitudes.front() : at::stack(magnitudes).max();
+}
+
 at::Tensor finite_matrices(const at::Tensor& stack) { return at::isfinite(largest_magnitude(stack)); }
 
 AdmittedMatrices admit_matrices(

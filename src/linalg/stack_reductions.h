@@ -19,6 +19,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <vector>
+
 namespace dash::linalg {
 
 /// max |a_ij| of each matrix, shape (N, 1, 1); NaN where a matrix has a NaN entry
@@ -29,6 +31,13 @@ at::Tensor largest_magnitude(const at::Tensor& stack);
 /// NaN where an entry is NaN. One read: the CPU loops (top of this file) for a float32 or float64
 /// tensor of up to three dimensions, one aminmax elsewhere.
 at::Tensor largest_magnitude_of_all(const at::Tensor& tensor);
+
+/// max |x| over all of `tensors` (any shapes, any number; empty ones add nothing)
+/// as a 0-d float32 tensor on their device (a float64 entry beyond float32's range
+/// gives Inf, as converting it would); NaN where an entry is NaN; 0 for none. On a
+/// CPU one pass over the cores for all the float32 and float64 tensors with
+/// contiguous rows, an aminmax for each other tensor.
+at::Tensor largest_magnitude_of_list(const std::vector<at::Tensor>& tensors);
 
 /// Whether every entry of each matrix is finite, shape (N, 1, 1).
 at::Tensor finite_matrices(const at::Tensor& stack);

@@ -42,6 +42,10 @@ at::Tensor bias_correction(double beta, const at::Tensor& steps, bool enabled) {
   return at::expm1(steps * std::log(beta)).neg_();
 }
 
+at::Tensor bias_correction_of(const at::Tensor& given, double beta, const MomentState& state, bool enabled) {
+  return given.defined() ? given : bias_correction(beta, state.steps, enabled);
+}
+
 void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, double beta) {
   const double weight = beta < 1.0 ? 1.0 - beta : 1.0;
   // A factor is symmetric: where a CPU BLAS can form one triangle, it does half
@@ -72,7 +76,8 @@ void grafting_direction(const at::Tensor& grad, MomentState& state, const StepHy
         "instead of one (7)");
   }
   state.grad_ema.mul_(hyper.beta_grad).add_(grad, 1.0 - hyper.beta_grad);
-  at::div_out(work.ghat, state.grad_ema, bias_correction(hyper.beta_grad, state.steps, hyper.bias_correction));
+  at::div_out(work.ghat, state.grad_ema,
+      bias_correction_of(state.grad_correction, hyper.beta_grad, state, hyper.bias_correction));
   grafting.direction(grad, work.ghat, state, hyper, work.graft);
 }
 

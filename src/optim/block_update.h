@@ -28,6 +28,12 @@ struct MomentState {
   at::Tensor graft_stat;  ///< A (undefined for SGD and None grafting)
   at::Tensor momentum;    ///< B_m (undefined when μ = 0)
   at::Tensor steps;
+  /// 1 − β_G^t and 1 − β_g^t of each block, where the caller computed them over a
+  /// whole stack of which these blocks are a chunk: an element-wise exp runs in
+  /// SIMD lanes or in a loop's scalar tail depending on where an element sits, so
+  /// a block's value would depend on its chunk. Undefined: computed from `steps`.
+  at::Tensor grad_correction{};
+  at::Tensor stat_correction{};
 };
 
 /// Scratch tensors of a run of blocks, each (n, rows, cols). The batched path keeps
@@ -50,6 +56,10 @@ struct Workspace {
 
 /// 1 − β^t per block for step counts t (n, 1, 1); ones when `enabled` is false.
 at::Tensor bias_correction(double beta, const at::Tensor& steps, bool enabled);
+
+/// `given` (a MomentState's precomputed correction) when defined, else
+/// bias_correction(beta, state.steps, enabled).
+at::Tensor bias_correction_of(const at::Tensor& given, double beta, const MomentState& state, bool enabled);
 
 /// L ← β L + (1 − β) G Gᵀ (left) or R ← β R + (1 − β) Gᵀ G, in place; β = 1 adds.
 /// The factor must be symmetric: on a CPU only its lower triangle may be read

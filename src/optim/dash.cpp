@@ -114,6 +114,8 @@ void Dash::profile_phases(bool enabled) { impl_->profile().enable(enabled); }
 
 std::map<std::string, double> Dash::phase_times_ms() const { return impl_->profile().totals_ms(); }
 
+void Dash::profile_memory(bool enabled) { impl_->profile_memory(enabled); }
+
 int64_t Dash::state_bytes() const { return impl_->state_bytes(); }
 
 int64_t Dash::communicated_bytes_per_step() const { return impl_->communicated_bytes_per_step(); }

@@ -135,6 +135,10 @@ void check_options(const DashOptions& o) {
   TORCH_CHECK(o.preconditioning_precision() != MatmulPrecision::FP16,
       "dash::Dash: preconditioning_precision fp16 is not supported (L̄ Ĝ R̄ can exceed float16's range of 65504); "
       "use bf16 or fp32");
+  TORCH_CHECK(o.workspace_limit() >= 0.0 && std::isfinite(o.workspace_limit()),
+      "dash::Dash: workspace_limit must be finite and >= 0 (a fraction of the state in (0, 1), bytes from 1 on, 0 "
+      "for no limit), got ",
+      o.workspace_limit());
   // The roots it will ask for: matrices' and 1-D Shampoo's default, or the override.
   for (int64_t p : {int64_t{4}, int64_t{2}}) {
     check_inverse_root_options(o.exponent_override() > 0 ? o.exponent_override() : p, o.root());

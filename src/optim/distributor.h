@@ -21,15 +21,12 @@
 
 namespace dash::optim {
 
-/// A step's updates lr·P as this process computed them.
-struct StepUpdates {
-  const blocking::StackPlan& plan;               ///< the blocks this process computed
-  const std::vector<at::Tensor>& params;         ///< every parameter
-  const std::vector<bool>& has_grad;             ///< per parameter: it takes a step
-  const std::vector<double>& decay;              ///< per parameter: W's factor 1 − lr·wd, 1 for none
-  const std::vector<at::Tensor>& stack_updates;  ///< per gradient stack of `plan`, (count, rows, cols)
-  const at::Tensor& adamw_update;                ///< the AdamW segments' updates, one after another
-  const std::vector<int64_t>& segment_offsets;   ///< where each segment starts in `adamw_update`
+/// Whom a step's updates are for.
+struct StepWrite {
+  const blocking::StackPlan& plan;        ///< the blocks this process computes
+  const std::vector<at::Tensor>& params;  ///< every parameter
+  const std::vector<bool>& has_grad;      ///< per parameter: it takes a step
+  const std::vector<double>& decay;       ///< per parameter: W's factor 1 − lr·wd, 1 for none
 };
 
 class Distributor {
@@ -43,15 +40,29 @@ class Distributor {
   /// Bytes this process sends plus receives per step.
   virtual int64_t communicated_bytes_per_step() const = 0;
 
-  /// Brings together what this process needs to update every parameter (the other
-  /// ranks' updates). Touches no parameter, so a failed collective leaves them as
-  /// they were. Nothing to do in one process.
-  virtual void gather_updates(const StepUpdates& updates, PhaseProfile& profile) = 0;
+  /// Bytes the scheme keeps across steps (an exchange buffer), for the workspace count.
+  virtual int64_t workspace_bytes() const = 0;
 
-  /// W ← W·decay − lr·P for every parameter that takes a step (after
-  /// gather_updates()), the product rounded before the difference: the weight decay
-  /// and the update, in one pass where the scheme allows.
-  virtual void apply_updates(const StepUpdates& updates, PhaseProfile& profile) = 0;
+  /// Starts a step's updates: before its first write_blocks().
+  virtual void begin_updates(const StepWrite& step) = 0;
+
+  /// lr·P of the blocks `blocks` (ascending) of gradient stack `stack`, as
+  /// (blocks.size(), rows, cols). Taken by reference: `updates` must hold them
+  /// until the next flush_updates() or finish_updates(), which write them where
+  /// they go (W ← W·decay − lr·P in one process, the product rounded before the
+  /// difference; the exchange buffer on a rank of several).
+  virtual void write_blocks(const StepWrite& step, size_t stack, const std::vector<int64_t>& blocks,
+      const at::Tensor& updates, PhaseProfile& profile) = 0;
+
+  /// Writes every update taken since the last flush.
+  virtual void flush_updates(PhaseProfile& profile) = 0;
+
+  /// Ends the step: the AdamW segments' updates (one after another in
+  /// `adamw_update`, segment j from segment_offsets[j]) and what the scheme does once
+  /// every block is in (a rank of several all-gathers, then updates every
+  /// parameter; no parameter changes before the collective has succeeded).
+  virtual void finish_updates(const StepWrite& step, const at::Tensor& adamw_update,
+      const std::vector<int64_t>& segment_offsets, PhaseProfile& profile) = 0;
 };
 
 /// The distributor for `context` (null or a single rank: one process). Replaces

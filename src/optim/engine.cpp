@@ -1,13 +1,17 @@
 #include "optim/engine.h"
 
 #include "common/device_clock.h"
+#include "common/memory_peak.h"
 #include "linalg/batched_matmul.h"
 #include "linalg/matrix_transfer.h"
+#include "linalg/stack_lapack.h"
 #include "linalg/stack_reductions.h"
 #include "linalg/stack_select.h"
 #include "optim/dash_options.h"
 #include "optim/distributor.h"
 #include "optim/grafting.h"
+
+#include <dash/solver_cost.h>
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
@@ -102,21 +106,20 @@ void Rows::put(at::Tensor& full, const at::Tensor& part) const {
   if (indices_.defined()) full.index_copy_(0, indices_, part);
 }
 
-void Rows::store(at::Tensor& full, const at::Tensor& part) const {
-  if (indices_.defined()) {
-    full.index_copy_(0, indices_, part);
-    return;
-  }
-  auto target = take(full);
-  if (!target.is_same(part)) target.copy_(part);
-}
-
 // What one step works with, decided on the host before any tensor work.
 struct Engine::StepContext {
   const std::vector<torch::optim::OptimizerParamGroup>* groups = nullptr;
+  WorkspaceBudget budget;                    // the groups' workspace_limit
+  bool keep_gradients = true;                // no limit: every stack gathered once and kept
   std::vector<bool> has_grad;                // per parameter
   std::vector<std::vector<int64_t>> active;  // per gradient stack: blocks with a gradient
   std::vector<bool> stack_complete;          // every block of the stack has one
+  std::vector<bool> mixed_start;             // its active blocks are not all past t_start, nor all before
+  std::vector<double> decay;                 // per parameter: W's factor 1 − lr·wd
+  // Per gradient stack: the bias corrections 1 − β_G^t, 1 − β_g^t of all its
+  // blocks, made by its first chunk (MomentState::grad_correction).
+  std::vector<std::pair<at::Tensor, at::Tensor>> corrections;
+  const StepWrite* write = nullptr;  // where the directions go
 
   const DashOptions& options(int64_t group) const { return options_of((*groups)[group]); }
 };
@@ -207,11 +210,6 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
     GradientStackState state;
     state.moments = zero_moments({stack.count(), stack.rows, stack.cols}, true, step_hyper(options), to);
     state.steps.assign(stack.count(), 0);
-    // Zeros: blocks of parameters that have no gradient yet are never read, but a
-    // stack is sometimes worked on as a whole.
-    state.grad = at::zeros({stack.count(), stack.rows, stack.cols}, to);
-    state.ghat = at::empty_like(state.grad);
-    state.graft = at::empty_like(state.grad);
     stacks_.push_back(std::move(state));
   }
   for (const auto& stack : plan_.factor_stacks) {
@@ -297,32 +295,29 @@ bool Engine::collect_gradients(StepContext& context) {
 }
 
 // The step's one read back to the host: the largest gradient magnitude (NaN when
-// an entry is NaN: the reductions propagate it), one pass per buffer and no mask
-// (linalg::largest_magnitude_of_all); with it the count of factors
+// an entry is NaN: the reductions propagate it), one pass over them all and no mask
+// (linalg::largest_magnitude_of_list); with it the count of factors
 // reset so far, so that a reset is announced without a read of its own. A single
-// process checks its gathered buffers (every gradient element is in a stack or a
-// segment, as float32); a rank of a distributed optimizer holds only its share and
-// checks every gradient, so that all ranks decide alike.
+// process that has gathered every gradient checks its gathered buffers (every
+// gradient element is in a stack or a segment, as float32); within a workspace
+// limit, which gathers the blocks chunk by chunk later, and on a rank of a
+// distributed optimizer, which holds only its share (and all ranks must decide
+// alike), the parameters' gradients are checked.
 // Returns false when the step is to be skipped: a non-finite gradient
 // (non_finite_gradients) or one above overflow_limit() (always skipped: the
 // float32 statistics would overflow and no later root could be computed).
 bool Engine::gradients_usable(StepContext& context) {
-  std::vector<at::Tensor> magnitudes;
-  auto add = [&](const at::Tensor& tensor) {
-    if (tensor.numel() == 0) return;
-    magnitudes.push_back(linalg::largest_magnitude_of_all(tensor).to(at::kFloat));
-  };
-  if (!distributor_->computes_every_block()) {
+  std::vector<at::Tensor> checked;
+  if (!distributor_->computes_every_block() || !context.keep_gradients) {
     for (size_t i = 0; i < params_.size(); ++i) {
-      if (context.has_grad[i]) add(params_[i].grad());
+      if (context.has_grad[i]) checked.push_back(params_[i].grad());
     }
   } else {
-    for (const auto& stack : stacks_) add(stack.grad);
-    add(adamw_grad_);
+    for (const auto& stack : stacks_) checked.push_back(stack.gathered);
+    checked.push_back(adamw_grad_);
   }
-  // (No gradient elements at all: nothing to skip for; a zero stands in, allocated only then.)
-  auto largest_magnitude = magnitudes.empty() ? at::zeros({}, factor_resets_total_.options().dtype(at::kFloat))
-                                              : at::stack(magnitudes).max();
+  // (No gradient elements at all: nothing to skip for; a zero stands in.)
+  const auto largest_magnitude = linalg::largest_magnitude_of_list(checked);
   std::vector<at::Tensor> read{largest_magnitude, factor_resets_total_.to(at::kFloat)};
   const auto exceeded = bounded_failures_exceeded(context);
   if (exceeded.defined()) read.push_back(exceeded);
@@ -376,16 +371,19 @@ bool Engine::gradients_usable(StepContext& context) {
   return false;
 }
 
-// Moves each gradient into its blocks' stacks, a strided view per region (a
-// parameter that tiles into B × B blocks is one region), and the AdamW
-// parameters into their packed segments: one transfer of all of them
-// (linalg/matrix_transfer.h), no flat concatenation of all gradients.
+// Moves the AdamW parameters' gradients into their packed segments and, without a
+// workspace limit, each gradient into its blocks' stacks, a strided view per
+// region (a parameter that tiles into B × B blocks is one region): one transfer
+// of all of them (linalg/matrix_transfer.h), no flat concatenation of all gradients.
 void Engine::gather_gradients(const StepContext& context) {
   std::vector<linalg::ViewPair> regions;
-  for (size_t s = 0; s < stacks_.size(); ++s) {
-    for (const auto& region : plan_.gradient_stacks[s].regions) {
+  for (size_t s = 0; s < stacks_.size() && context.keep_gradients; ++s) {
+    const auto& stack = plan_.gradient_stacks[s];
+    auto& gathered = stacks_[s].gathered;
+    if (!gathered.defined()) gathered = at::empty({stack.count(), stack.rows, stack.cols}, adamw_grad_.options());
+    for (const auto& region : stack.regions) {
       const auto i = static_cast<size_t>(region.param);
-      auto blocks = blocking::region_in_stack(stacks_[s].grad, region);
+      auto blocks = blocking::region_in_stack(gathered, region);
       if (context.has_grad[i]) {
         regions.push_back({blocks,
             blocking::region_in_matrix(blocking::as_matrix(params_[i].grad(), plan_.parameters[i].view), region)});
@@ -409,11 +407,27 @@ void Engine::gather_gradients(const StepContext& context) {
   linalg::transfer_matrices(regions, linalg::Transfer::Copy);
 }
 
-// The gradient blocks of `rows` in the stack's buffer: the buffer itself, a slice
-// of it, or (for a scattered subset) a gathered copy.
+// The gradient blocks of `rows`, (rows, block_rows, block_cols): from the stack's
+// gathered buffer (the buffer itself, a slice, or for a scattered subset a copy),
+// or within a workspace limit gathered from the parameters' gradients into a
+// chunk buffer.
 at::Tensor Engine::gradient_blocks(size_t s, const Rows& rows) {
   ScopedPhase phase(profile_, Phase::Copies);
-  return rows.take(stacks_[s].grad);
+  const auto& gathered = stacks_[s].gathered;
+  if (gathered.defined()) return rows.take(gathered);
+  const auto& stack = plan_.gradient_stacks[s];
+  auto blocks =
+      block_scratch_.empty({static_cast<int64_t>(rows.blocks().size()), stack.rows, stack.cols}, adamw_grad_.options());
+  std::vector<at::Tensor> matrices(params_.size());  // a gradient's matrix view, once per parameter
+  std::vector<linalg::ViewPair> pairs;
+  for (const auto& piece : blocking::regions_of_blocks(stack.regions, rows.blocks())) {
+    auto& matrix = matrices[piece.param];
+    if (!matrix.defined())
+      matrix = blocking::as_matrix(params_[piece.param].grad(), plan_.parameters[piece.param].view);
+    pairs.push_back({blocking::region_in_stack(blocks, piece), blocking::region_in_matrix(matrix, piece)});
+  }
+  linalg::transfer_matrices(pairs, linalg::Transfer::Copy);
+  return blocks;
 }
 
 void Engine::update_factors(StepContext& context, size_t s, const Rows& rows) {
@@ -453,7 +467,7 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
   ScopedPhase phase(profile_, Phase::Roots);
   auto root_options = options.root();
   if (root_options.method() == RootMethod::Auto) {
-    if (state.root_method == RootMethod::Auto) choose_root_method_for(k, root_options, due);
+    if (state.root_method == RootMethod::Auto) choose_root_method_for(context, k, root_options, due);
     root_options.method(state.root_method == RootMethod::Auto ? RootMethod::EVD : state.root_method);
   }
   const bool warm_eigen = root_options.method() == RootMethod::EVD && root_options.eigen().refresh_tolerance() > 0.0;
@@ -522,8 +536,20 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
       if (due[i]) refresh(Rows::range(i, 1), at::Tensor());
     }
   };
+  // Within a workspace limit, over chunks of the stack whose solver temporaries
+  // fit the roots' share (on a CPU every matrix's root is its own computation, so
+  // the roots are those of the whole stack at once, bit for bit).
   auto batched = [&] {
-    refresh(Rows::all(stack.count), due_count == stack.count ? at::Tensor() : bool_mask(due, state.factors.device()));
+    const auto device = state.factors.device();
+    const int64_t chunk = factors_per_chunk(context, k, root_options, warm_eigen);
+    for (int64_t first = 0; first < stack.count; first += chunk) {
+      const int64_t length = std::min(chunk, stack.count - first);
+      const std::vector<bool> chunk_due(due.begin() + first, due.begin() + first + length);
+      const auto chunk_due_count = std::count(chunk_due.begin(), chunk_due.end(), true);
+      if (chunk_due_count == 0) continue;
+      const auto rows = length == stack.count ? Rows::all(length) : Rows::range(first, length);
+      refresh(rows, chunk_due_count == length ? at::Tensor() : bool_mask(chunk_due, device));
+    }
   };
   auto execution = options.execution() == Execution::Auto ? state.root_execution : options.execution();
   if (execution == Execution::Auto && state.calibration_pending) {
@@ -619,23 +645,36 @@ void Engine::calibrate_root_execution(size_t k, const InverseRootOptions& root_o
 }
 
 // RootMethod::Auto, once per factor stack: choose_root_method() on the factors due
-// now (a one-off that costs several root computations and host reads). It runs in
-// a workspace of its own, released afterwards: the optimizer's keeps only what the
-// chosen method needs (the union of all four held 3× EVD's on llama-tiny). A stack
-// without a finite factor to time keeps Auto, and this computation uses EVD.
-void Engine::choose_root_method_for(size_t k, const InverseRootOptions& root_options, const std::vector<bool>& due) {
+// now (a one-off that costs several root computations and host reads). Without a
+// workspace limit it runs in a workspace of its own, released afterwards: the
+// optimizer's keeps only what the chosen method needs (the union of all four held
+// 3× EVD's on llama-tiny). Within a limit it compares the methods on as many due
+// factors as fit the roots' share, in the optimizer's workspace (which that share
+// bounds whatever the method). A stack without a finite factor to time keeps
+// Auto, and this computation uses EVD.
+void Engine::choose_root_method_for(
+    const StepContext& context, size_t k, const InverseRootOptions& root_options, const std::vector<bool>& due) {
   const auto& stack = plan_.factor_stacks[k];
   auto& state = factors_[k];
   std::vector<int64_t> rows;
   for (int64_t i = 0; i < stack.count; ++i) {
     if (due[i]) rows.push_back(i);
   }
+  const auto device = state.factors.device();
+  if (context.budget.bounded()) {
+    const auto one = choose_root_method_workspace_bytes(1, stack.size, root_options, device);
+    const auto two = choose_root_method_workspace_bytes(2, stack.size, root_options, device);
+    const auto copy = 4 * stack.size * stack.size;  // the due factors, gathered
+    rows.resize(static_cast<size_t>(
+        items_per_chunk(static_cast<int64_t>(rows.size()), two - one + copy, 2 * one - two, context.budget.roots())));
+  }
   auto due_factors = static_cast<int64_t>(rows.size()) == stack.count
                          ? state.factors
-                         : state.factors.index_select(0, at::tensor(rows, at::kLong).to(state.factors.device()));
+                         : state.factors.index_select(0, at::tensor(rows, at::kLong).to(device));
   try {
     InverseRootWorkspace trial_workspace;
-    auto choice = choose_root_method(due_factors, stack.root, root_options, trial_workspace);
+    auto choice = choose_root_method(
+        due_factors, stack.root, root_options, context.budget.bounded() ? root_workspace_ : trial_workspace);
     state.root_method = choice.method;
     state.root_method_trials = std::move(choice.trials);
   } catch (const c10::Error& error) {
@@ -646,41 +685,61 @@ void Engine::choose_root_method_for(size_t k, const InverseRootOptions& root_opt
   }
 }
 
-const at::Tensor& Engine::preconditioning_roots(size_t k, MatmulPrecision precision) {
+// The roots of `rows` (blocks of a gradient stack whose factors are count factors
+// of stack k from `offset`) as operands of the preconditioning products in
+// `precision`: the roots themselves in FP32. In 16 bits, without a workspace limit,
+// from a rounded copy of the whole stack made once per root computation (not once
+// per step); within one, rounded into the chunk's buffers at every step.
+at::Tensor Engine::preconditioning_roots(
+    const StepContext& context, size_t k, int64_t offset, int64_t count, const Rows& rows, MatmulPrecision precision) {
   auto& state = factors_[k];
-  if (precision == MatmulPrecision::FP32) {
-    state.root_operands = at::Tensor();  // the group went back to float32
+  const bool rounded_copy = precision != MatmulPrecision::FP32 && !context.budget.bounded();
+  if (!rounded_copy) {
+    state.root_operands = at::Tensor();  // float32 or a limit now: no copy kept
     state.root_operands_current = false;
-    return state.roots;
   }
-  // One rounding per root computation, not one per step. (BF16 is the one 16-bit
-  // preconditioning precision: check_options refuses FP16.)
+  if (precision == MatmulPrecision::FP32) return rows.take(state.roots.narrow(0, offset, count));
+  // (BF16 is the one 16-bit preconditioning precision: check_options refuses FP16.)
+  const auto operand_dtype = linalg::operand_dtype(precision, state.roots.scalar_type());
+  if (!rounded_copy) {
+    const auto roots = rows.take(state.roots.narrow(0, offset, count));
+    return block_scratch_.empty(roots.sizes(), roots.options().dtype(operand_dtype)).copy_(roots);
+  }
   if (!state.root_operands.defined()) {
-    state.root_operands = at::empty_like(
-        state.roots, state.roots.options().dtype(linalg::operand_dtype(precision, state.roots.scalar_type())));
+    state.root_operands = at::empty_like(state.roots, state.roots.options().dtype(operand_dtype));
   }
   if (!state.root_operands_current) {
     state.root_operands.copy_(state.roots);
     state.root_operands_current = true;
   }
-  return state.root_operands;
+  return rows.take(state.root_operands.narrow(0, offset, count));
 }
 
-// Steps 5–8 of spec §4 for the chosen blocks; leaves lr · P in state.update.
+// Steps 5–8 of spec §4 for the chosen blocks; hands lr · P to the distributor.
 void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   const auto& stack = plan_.gradient_stacks[s];
   const auto& options = context.options(stack.group);
   auto& state = stacks_[s];
-  auto grad = rows.everything() ? state.grad : gradient_blocks(s, rows);
-  auto work = rows.everything() ? Workspace{state.ghat, state.graft, state.grad, state.ghat} : Workspace::like(grad);
+  // The gradient is dead once Ĝ and P_g are formed: L̄ Ĝ goes into its buffer, and
+  // L̄ Ĝ R̄ into Ĝ's.
+  auto grad = gradient_blocks(s, rows);
+  Workspace work{block_scratch_.empty_like(grad), block_scratch_.empty_like(grad), grad, at::Tensor()};
+  work.direction = work.ghat;
   const auto precision = options.preconditioning_precision();
   if (precision != MatmulPrecision::FP32) {
     const auto operands = grad.options().dtype(linalg::operand_dtype(precision, grad.scalar_type()));
-    work.ghat_operand = operand_scratch_.empty(grad.sizes(), operands);
-    work.product_operand = operand_scratch_.empty(grad.sizes(), operands);
+    work.ghat_operand = block_scratch_.empty(grad.sizes(), operands);
+    work.product_operand = block_scratch_.empty(grad.sizes(), operands);
+  }
+  const auto hyper = step_hyper(options);
+  auto& [grad_correction, stat_correction] = context.corrections[s];
+  if (!grad_correction.defined()) {  // the stack's first chunk this step: every block's at once
+    grad_correction = bias_correction(hyper.beta_grad, state.moments.steps, hyper.bias_correction);
+    stat_correction = bias_correction(hyper.beta_graft, state.moments.steps, hyper.bias_correction);
   }
   auto moments = take(state.moments, rows);
-  const auto hyper = step_hyper(options);
+  moments.grad_correction = rows.take(grad_correction);
+  moments.stat_correction = rows.take(stat_correction);
   {
     ScopedPhase phase(profile_, Phase::Grafting);
     grafting_direction(grad, moments, hyper, work);
@@ -699,9 +758,9 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
     ScopedPhase phase(profile_, Phase::Preconditioning);
     if (started_count > 0) {
       auto root_part = [&](int64_t factor_stack, int64_t offset) {
-        return factor_stack < 0
-                   ? at::Tensor()
-                   : rows.take(preconditioning_roots(factor_stack, precision).narrow(0, offset, stack.count()));
+        return factor_stack < 0 ? at::Tensor()
+                                : preconditioning_roots(context, static_cast<size_t>(factor_stack), offset,
+                                      stack.count(), rows, precision);
       };
       auto preconditioned = preconditioned_direction(work, root_part(stack.left_stack, stack.left_offset),
           root_part(stack.right_stack, stack.right_offset), options.grafting(), lr_in_direction ? options.lr() : 1.0);
@@ -713,15 +772,7 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
     put(state.moments, moments, rows);
     if (!lr_in_direction) direction.mul_(options.lr());
   }
-  if (rows.everything()) {
-    state.update = direction;
-    return;
-  }
-  // Blocks done one run at a time collect lr · P in the gradient buffer, whose
-  // blocks are dead once their own direction is formed.
-  ScopedPhase copies(profile_, Phase::Copies);
-  rows.store(state.grad, direction);
-  state.update = state.grad;
+  distributor_->write_blocks(*context.write, s, rows.blocks(), direction, profile_);
 }
 
 void Engine::update_adamw_segment(StepContext& context, size_t j) {
@@ -793,6 +844,10 @@ void Engine::count_active_blocks(StepContext& context) {
     }
     const bool complete = static_cast<int64_t>(context.active[s].size()) == stack.count();
     context.stack_complete.push_back(complete);
+    const auto start_step = context.options(stack.group).start_step();
+    const auto started = std::count_if(context.active[s].begin(), context.active[s].end(),
+        [&](int64_t b) { return stacks_[s].steps[b] >= start_step; });
+    context.mixed_start.push_back(started > 0 && started < static_cast<int64_t>(context.active[s].size()));
     if (complete) {
       stacks_[s].moments.steps.add_(1);
     } else if (!context.active[s].empty()) {
@@ -801,29 +856,114 @@ void Engine::count_active_blocks(StepContext& context) {
   }
 }
 
-// The rows each phase works on, built once per step (a subset's index goes to the
-// device once, not once per phase): per gradient stack, one run per block
-// (sequential), the whole stack, or the blocks with a gradient.
-std::vector<std::vector<Rows>> Engine::rows_per_stack(const StepContext& context) const {
+// Bytes a chunk of gradient stack s holds per block in the step's factor update
+// and direction, whichever is more: the gathered gradient, Ĝ and P_g, in 16-bit
+// preconditioning two rounded operands and the rounded roots, the direction of
+// blocks not yet past t_start beside the others' (at::where), and where only some
+// blocks take a step (a scattered subset, taken by copies) their moments and their
+// factors or roots.
+int64_t Engine::chunk_bytes_per_block(const StepContext& context, size_t s) const {
+  const auto& stack = plan_.gradient_stacks[s];
+  const auto& options = context.options(stack.group);
+  const int64_t block = 4 * stack.rows * stack.cols;
+  const int64_t factors = 4 * (stack.rows * stack.rows + (stack.one_sided ? 0 : stack.cols * stack.cols));
+  int64_t direction = 3 * block;
+  // Two 16-bit operands, and the chunk's roots rounded to 16 bits.
+  if (options.preconditioning_precision() != MatmulPrecision::FP32) direction += block + factors / 2;
+  if (context.mixed_start[s]) direction += block;
+  int64_t factor_update = block;
+  if (!context.stack_complete[s]) {
+    direction += 3 * block + factors;
+    factor_update += factors;
+  }
+  return std::max(direction, factor_update);
+}
+
+// The chunks each phase works on, built once per step (a subset's index goes to
+// the device once, not once per phase): per gradient stack, its blocks with a
+// gradient in runs that fit the blocks' share of the workspace (one block each
+// for Execution::Sequential), each the whole stack, a range of it, or a subset.
+std::vector<std::vector<Rows>> Engine::chunks_per_stack(const StepContext& context) const {
   const auto device = params_.front().device();
-  std::vector<std::vector<Rows>> rows_of(stacks_.size());
+  std::vector<std::vector<Rows>> chunks_of(stacks_.size());
   for (size_t s = 0; s < stacks_.size(); ++s) {
-    if (context.active[s].empty()) continue;
-    if (context.options(plan_.gradient_stacks[s].group).execution() == Execution::Sequential) {
-      for (auto b : context.active[s]) rows_of[s].push_back(Rows::range(b, 1));
-    } else if (context.stack_complete[s]) {
-      rows_of[s].push_back(Rows::all(plan_.gradient_stacks[s].count()));
-    } else {
-      rows_of[s].push_back(Rows::subset(context.active[s], device));
+    const auto& active = context.active[s];
+    if (active.empty()) continue;
+    const auto& stack = plan_.gradient_stacks[s];
+    const auto count = static_cast<int64_t>(active.size());
+    const int64_t size = context.options(stack.group).execution() == Execution::Sequential
+                             ? 1
+                             : items_per_chunk(count, chunk_bytes_per_block(context, s), 0, context.budget.blocks());
+    for (auto& blocks : split_into_chunks(active, size)) {
+      const auto length = static_cast<int64_t>(blocks.size());
+      if (length == stack.count()) {
+        chunks_of[s].push_back(Rows::all(length));
+      } else if (blocks.back() - blocks.front() + 1 == length) {
+        chunks_of[s].push_back(Rows::range(blocks.front(), length));
+      } else {
+        chunks_of[s].push_back(Rows::subset(std::move(blocks), device));
+      }
     }
   }
-  return rows_of;
+  return chunks_of;
+}
+
+// Factors per root computation: the whole stack without a limit, else as many as
+// the solver's temporaries for them fit the roots' share of the workspace, and on
+// a CPU that splits a stack's eigh over its cores a multiple of their number
+// (an odd chunk of 1024² eigh would leave a core idle for one).
+int64_t Engine::factors_per_chunk(
+    const StepContext& context, size_t k, const InverseRootOptions& root_options, bool warm_basis) const {
+  const auto& stack = plan_.factor_stacks[k];
+  if (!context.budget.bounded()) return stack.count;
+  const auto device = factors_[k].factors.device();
+  const auto one = inverse_root_workspace_bytes(1, stack.size, root_options, device, warm_basis);
+  const auto two = inverse_root_workspace_bytes(2, stack.size, root_options, device, warm_basis);
+  const auto chunk = items_per_chunk(stack.count, two - one, 2 * one - two, context.budget.roots());
+  const auto workers = linalg::stack_lapack_plan(stack.count, device).workers;
+  return chunk < stack.count && chunk > workers ? chunk - chunk % workers : chunk;
+}
+
+// The groups' workspace_limit, resolved against the state as it is now, less the
+// workspace held outside the chunks.
+WorkspaceBudget Engine::step_budget(const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
+  const auto state = state_bytes();
+  std::vector<WorkspaceBudget> budgets;
+  for (const auto& group : groups) budgets.push_back(workspace_budget(options_of(group).workspace_limit(), state));
+  auto budget = largest_budget(budgets);
+  budget.fixed = fixed_workspace_bytes();
+  if (budget.exceeds_limit()) {
+    TORCH_WARN_ONCE("dash::Dash: the buffers a workspace limit does not divide (", budget.fixed,
+        " bytes: the 1-D parameters' AdamW buffers and a distributed rank's exchange buffers) take more than half "
+        "of workspace_limit (",
+        budget.limit,
+        " bytes); the chunks keep half the limit, so the workspace exceeds it (diagnostics().workspace_bytes). A "
+        "larger workspace_limit meets it");
+  }
+  return budget;
 }
 
 void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+  step_peak_bytes_ = -1;
+  if (!profile_memory_) {
+    run_step(groups);
+    return;
+  }
+  const common::MeasureMemoryPeak measure;
+  run_step(groups);
+  step_peak_bytes_ = measure.peak_bytes();
+}
+
+void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
   StepContext context;
   context.groups = &groups;
   if (params_.empty()) return;
+  context.budget = step_budget(groups);
+  workspace_limit_bytes_ = context.budget.limit;
+  context.keep_gradients = !context.budget.bounded();
+  if (!context.keep_gradients) {
+    for (auto& stack : stacks_) stack.gathered = at::Tensor();
+  }
   {
     // The gather only fills scratch buffers, so a step skipped after it changed nothing.
     ScopedPhase phase(profile_, Phase::Copies);
@@ -834,22 +974,26 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
   ++steps_taken_;
 
   count_active_blocks(context);
-  const auto rows_of = rows_per_stack(context);
-  auto for_each_active = [&](auto&& work) {
+  context.corrections.resize(stacks_.size());
+  const auto chunks_of = chunks_per_stack(context);
+  auto for_each_chunk = [&](auto&& work) {
     for (size_t s = 0; s < stacks_.size(); ++s) {
-      for (const auto& rows : rows_of[s]) work(s, rows);
+      for (const auto& rows : chunks_of[s]) work(s, rows);
     }
   };
-  for_each_active([&](size_t s, const Rows& rows) { update_factors(context, s, rows); });
+  for_each_chunk([&](size_t s, const Rows& rows) { update_factors(context, s, rows); });
   for (size_t k = 0; k < factors_.size(); ++k) refresh_roots(context, k);
-  for_each_active([&](size_t s, const Rows& rows) { write_direction(context, s, rows); });
+  context.decay = weight_decay_factors(context);
+  const StepWrite write{plan_, params_, context.has_grad, context.decay};
+  context.write = &write;
+  distributor_->begin_updates(write);
+  for_each_chunk([&](size_t s, const Rows& rows) {
+    write_direction(context, s, rows);
+    // Within a limit the next chunk reuses this one's buffers: its updates go now.
+    if (context.budget.bounded()) distributor_->flush_updates(profile_);
+  });
   for (size_t j = 0; j < segments_.size(); ++j) update_adamw_segment(context, j);
-  std::vector<at::Tensor> stack_updates;
-  for (const auto& stack : stacks_) stack_updates.push_back(stack.update);
-  const auto decay = weight_decay_factors(context);
-  const StepUpdates updates{plan_, params_, context.has_grad, decay, stack_updates, adamw_update_, segment_offsets_};
-  distributor_->gather_updates(updates, profile_);
-  distributor_->apply_updates(updates, profile_);
+  distributor_->finish_updates(write, adamw_update_, segment_offsets_, profile_);
 }
 
 }  // namespace dash::optim

@@ -10,6 +10,7 @@
 #include "linalg/scratch.h"
 #include "optim/block_update.h"
 #include "optim/phase_profile.h"
+#include "optim/workspace_budget.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -55,11 +56,11 @@ class Rows {
 struct GradientStackState {
   MomentState moments;
   std::vector<int64_t> steps;  ///< host copy of each block's t (for scheduling)
-  // Buffers reused by every step, (count, rows, cols): not state, not saved.
-  at::Tensor grad;    ///< the gathered gradient, then L̄ Ĝ (or lr·P of blocks done one run at a time)
-  at::Tensor ghat;    ///< Ĝ, then L̄ Ĝ R̄
-  at::Tensor graft;   ///< P_g
-  at::Tensor update;  ///< which of the above holds lr·P once the step's directions are formed
+  /// Without a workspace limit, the step's gradient of every block, gathered once
+  /// and kept from the factor updates to the directions, (count, rows, cols); not
+  /// state, not saved. Undefined within a limit: each chunk's blocks are gathered
+  /// where they are used.
+  at::Tensor gathered{};
 };
 
 struct FactorStackState {
@@ -85,8 +86,9 @@ struct FactorStackState {
   /// it was made from (not saved: empty after a checkpoint is loaded).
   RootMethod root_method = RootMethod::Auto;
   std::vector<RootMethodTrial> root_method_trials{};
-  /// The roots rounded to a 16-bit preconditioning_precision, made by the first
-  /// step that needs them after the roots changed (not state, not saved).
+  /// Without a workspace limit, the roots rounded to a 16-bit
+  /// preconditioning_precision, made by the first step that needs them after the
+  /// roots changed (not state, not saved).
   at::Tensor root_operands{};
   bool root_operands_current = false;
 };
@@ -132,6 +134,13 @@ class Engine {
   DashDiagnostics diagnostics(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
   /// Bytes of optimizer state (what a checkpoint holds), not counting workspaces.
   int64_t state_bytes() const;
+  /// Bytes kept across steps besides the state: every buffer and workspace.
+  int64_t workspace_bytes() const;
+  /// Of those, the ones a workspace limit does not divide into chunks: the AdamW
+  /// parameters' gradients, updates and buffers, a rank's exchange buffers.
+  int64_t fixed_workspace_bytes() const;
+  /// Measures each following step's peak of temporary memory (common/memory_peak.h).
+  void profile_memory(bool enabled) { profile_memory_ = enabled; }
   int64_t steps_taken() const { return steps_taken_; }
   PhaseProfile& profile() { return profile_; }
   const PhaseProfile& profile() const { return profile_; }
@@ -156,11 +165,16 @@ class Engine {
   template <typename Self, typename Visit>
   static void for_each_state_tensor(Self& engine, Visit&& visit);
 
+  void run_step(const std::vector<torch::optim::OptimizerParamGroup>& groups);
+  WorkspaceBudget step_budget(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
   bool collect_gradients(StepContext& context);
   void gather_gradients(const StepContext& context);
   bool gradients_usable(StepContext& context);
   void count_active_blocks(StepContext& context);
-  std::vector<std::vector<Rows>> rows_per_stack(const StepContext& context) const;
+  int64_t chunk_bytes_per_block(const StepContext& context, size_t stack) const;
+  std::vector<std::vector<Rows>> chunks_per_stack(const StepContext& context) const;
+  int64_t factors_per_chunk(
+      const StepContext& context, size_t factor_stack, const InverseRootOptions& root_options, bool warm_basis) const;
   at::Tensor bounded_failures_exceeded(const StepContext& context) const;
   void raise_bounded_failures(const StepContext& context) const;
   at::Tensor gradient_blocks(size_t stack, const Rows& rows);
@@ -168,11 +182,11 @@ class Engine {
   void refresh_roots(StepContext& context, size_t factor_stack);
   void calibrate_root_execution(size_t factor_stack, const InverseRootOptions& root_options,
       const std::vector<bool>& due, const std::function<void()>& batched);
-  void choose_root_method_for(
-      size_t factor_stack, const InverseRootOptions& root_options, const std::vector<bool>& due);
-  /// Factor stack k's roots as operands of the preconditioning products in
-  /// `precision`: the roots themselves in FP32, else their rounded copy.
-  const at::Tensor& preconditioning_roots(size_t factor_stack, MatmulPrecision precision);
+  void choose_root_method_for(const StepContext& context, size_t factor_stack, const InverseRootOptions& root_options,
+      const std::vector<bool>& due);
+  at::Tensor preconditioning_roots(const StepContext& context, size_t factor_stack, int64_t offset, int64_t count,
+      const Rows& rows, MatmulPrecision precision);
+  /// Forms lr · P of the chosen blocks and hands it to the distributor.
   void write_direction(StepContext& context, size_t stack, const Rows& rows);
   void update_adamw_segment(StepContext& context, size_t segment);
   /// Per parameter, W's factor 1 − lr·wd before its update (spec §4 step 1): 1 for
@@ -190,12 +204,16 @@ class Engine {
   int64_t skipped_steps_ = 0;           ///< non-finite gradients
   int64_t overflow_skipped_steps_ = 0;  ///< gradients above overflow_limit()
   PhaseProfile profile_;
-  /// The root solvers' temporaries, shared by all factor stacks (one is solved at
-  /// a time) and kept across steps: not state, not saved.
+  /// The root solvers' temporaries, shared by all factor stacks (one chunk is
+  /// solved at a time) and kept across steps: not state, not saved.
   InverseRootWorkspace root_workspace_;
-  /// 16-bit preconditioning's rounded Ĝ and L̄ Ĝ, shared by the gradient stacks (one
-  /// is preconditioned at a time) and kept across steps: not state, not saved.
-  linalg::Scratch operand_scratch_;
+  /// The blocks' buffers of a chunk (a gathered gradient, Ĝ, P_g, 16-bit
+  /// preconditioning's rounded Ĝ and L̄ Ĝ), shared by the gradient stacks and kept
+  /// across steps: not state, not saved.
+  linalg::Scratch block_scratch_;
+  bool profile_memory_ = false;
+  int64_t step_peak_bytes_ = -1;       ///< the last step's, when measured
+  int64_t workspace_limit_bytes_ = 0;  ///< the last step's budget (0: none)
 
   // The AdamW segments' gradients and updates, packed one segment after another
   // (segment j starts at segment_offsets_[j]).

@@ -8,6 +8,7 @@
 #include <dash/distributed.h>
 
 #include "optim/dash_options.h"
+#include "optim/distributor.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -85,11 +86,29 @@ DashDiagnostics Engine::diagnostics(const std::vector<torch::optim::OptimizerPar
   result.steps_taken = steps_taken_;
   result.skipped_steps = skipped_steps_;
   result.overflow_skipped_steps = overflow_skipped_steps_;
-  result.workspace_bytes = root_workspace_.bytes() + operand_scratch_.bytes();
-  for (const auto& factor : factors_) {
-    if (factor.root_operands.defined()) result.workspace_bytes += factor.root_operands.nbytes();
-  }
+  result.state_bytes = state_bytes();
+  result.workspace_bytes = workspace_bytes();
+  result.workspace_limit_bytes = workspace_limit_bytes_;
+  result.step_peak_bytes = step_peak_bytes_;
   return result;
+}
+
+namespace {
+int64_t bytes_of(const at::Tensor& tensor) { return tensor.defined() ? static_cast<int64_t>(tensor.nbytes()) : 0; }
+}  // namespace
+
+int64_t Engine::workspace_bytes() const {
+  int64_t bytes = fixed_workspace_bytes() + root_workspace_.bytes() + block_scratch_.bytes();
+  for (const auto& stack : stacks_) bytes += bytes_of(stack.gathered);
+  for (const auto& factor : factors_) bytes += bytes_of(factor.root_operands);
+  return bytes;
+}
+
+int64_t Engine::fixed_workspace_bytes() const {
+  int64_t bytes = bytes_of(adamw_grad_) + bytes_of(adamw_update_);
+  if (distributor_) bytes += distributor_->workspace_bytes();
+  for (const auto& segment : segments_) bytes += bytes_of(segment.work.ghat) + bytes_of(segment.work.graft);
+  return bytes;
 }
 
 int64_t Engine::state_bytes() const {
@@ -104,6 +123,7 @@ void Engine::continue_from(const Engine& previous) {
   skipped_steps_ = previous.skipped_steps_;
   overflow_skipped_steps_ = previous.overflow_skipped_steps_;
   profile_.enable(previous.profile_.enabled());
+  profile_memory_ = previous.profile_memory_;
 }
 
 void Engine::save(

@@ -31,7 +31,8 @@ class SecondMomentGrafting final : public Grafting {
       statistic.addcmul_(grad, grad);
     }
     if (bias_corrected_) {
-      at::div_out(out, statistic, bias_correction(hyper.beta_graft, state.steps, hyper.bias_correction));
+      at::div_out(
+          out, statistic, bias_correction_of(state.stat_correction, hyper.beta_graft, state, hyper.bias_correction));
       out.sqrt_();
     } else {
       at::sqrt_out(out, statistic);
@@ -49,9 +50,11 @@ class SecondMomentGrafting final : public Grafting {
         !fused_second_moment_supported(grad, state.grad_ema, state.graft_stat, at::Tensor(), at::Tensor(), ghat, out)) {
       return false;
     }
-    const auto ema_correction = bias_correction(hyper.beta_grad, state.steps, hyper.bias_correction);
+    const auto ema_correction =
+        bias_correction_of(state.grad_correction, hyper.beta_grad, state, hyper.bias_correction);
     const auto stat_correction =
-        bias_corrected_ ? bias_correction(hyper.beta_graft, state.steps, hyper.bias_correction) : at::Tensor();
+        bias_corrected_ ? bias_correction_of(state.stat_correction, hyper.beta_graft, state, hyper.bias_correction)
+                        : at::Tensor();
     SecondMomentCoefficients coefficients;
     coefficients.grad_decay = static_cast<float>(hyper.beta_grad);
     coefficients.grad_weight = static_cast<float>(1.0 - hyper.beta_grad);

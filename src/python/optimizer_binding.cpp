@@ -89,8 +89,10 @@ py::dict diagnostics_dict(const Dash& optimizer) {
   result["steps_taken"] = diagnostics.steps_taken;
   result["skipped_steps"] = diagnostics.skipped_steps;
   result["overflow_skipped_steps"] = diagnostics.overflow_skipped_steps;
-  result["state_bytes"] = optimizer.state_bytes();
+  result["state_bytes"] = diagnostics.state_bytes;
   result["workspace_bytes"] = diagnostics.workspace_bytes;
+  result["workspace_limit_bytes"] = diagnostics.workspace_limit_bytes;
+  result["step_peak_bytes"] = diagnostics.step_peak_bytes;
   result["communicated_bytes_per_step"] = optimizer.communicated_bytes_per_step();
   return result;
 }
@@ -163,6 +165,7 @@ void bind_optimizer(py::module_& module) {
       .def("load", &load_from_bytes)
       .def("diagnostics", &diagnostics_dict)
       .def("profile_phases", &Dash::profile_phases)
+      .def("profile_memory", &Dash::profile_memory)
       .def("phase_times_ms", &Dash::phase_times_ms);
 }
 

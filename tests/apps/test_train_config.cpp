@@ -6,10 +6,12 @@
 #include "support/error_message.h"
 #include "train_config.h"
 
+#include <ATen/ATen.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace dash_train {
@@ -35,6 +37,19 @@ TEST(TrainConfig, ConfigFileAndCommandLineSetKeysWithCommandLineLast) {
   EXPECT_EQ(line.config.block_size, 64);
   EXPECT_TRUE(line.config.resume);
   EXPECT_FALSE(line.config.progress);
+}
+
+// The workspace limit reaches the optimizer, and is not a key a resumed run must keep.
+TEST(TrainConfig, WorkspaceLimitReachesTheOptimizer) {
+  EXPECT_DOUBLE_EQ(TrainConfig().workspace_limit, dash::DashOptions().workspace_limit());
+  auto config = parse({"train", "--optimizer", "dash", "--workspace-limit", "3e6"}).config;
+  EXPECT_DOUBLE_EQ(config.workspace_limit, 3e6);
+  const std::vector<at::Tensor> params = {at::randn({8, 8}).set_requires_grad(true)};
+  const auto optimizer = make_optimizer(config, params);
+  const auto& options = static_cast<const dash::DashOptions&>(optimizer->param_groups().front().options());
+  EXPECT_DOUBLE_EQ(options.workspace_limit(), 3e6);
+  const auto keys = checkpoint_compatibility_keys();
+  EXPECT_EQ(std::find(keys.begin(), keys.end(), "workspace_limit"), keys.end());
 }
 
 TEST(TrainConfig, EveryKeyRoundTripsThroughJson) {

@@ -174,5 +174,85 @@ TEST(StackPlan, RootOverrideAndOneSidedRoots) {
   EXPECT_EQ(overridden.factor_stacks[0].root, 2);
 }
 
+// The blocks' parameter elements for a list of blocks: moved through the pieces of
+// regions_of_blocks() into a compact buffer, they are the listed blocks of the
+// full stack, in order; a piece is one rectangle of its region; a list of every
+// block gives back the regions themselves.
+void expect_pieces_gather_blocks(
+    const StackPlan& plan, const GradientStack& stack, const std::vector<int64_t>& blocks) {
+  auto flat = at::arange(plan.flat_numel, at::kFloat);
+  auto matrix_of = [&](int64_t param) {
+    const auto& slot = plan.parameters[param];
+    return flat.narrow(0, slot.offset, slot.numel).view({slot.view.rows, slot.view.cols});
+  };
+  auto full = at::full({stack.count(), stack.rows, stack.cols}, -1.0f);
+  for (const auto& region : stack.regions)
+    region_in_stack(full, region).copy_(region_in_matrix(matrix_of(region.param), region));
+  const auto pieces = regions_of_blocks(stack.regions, blocks);
+  auto compact = at::full({static_cast<int64_t>(blocks.size()), stack.rows, stack.cols}, -1.0f);
+  int64_t covered = 0;
+  for (const auto& piece : pieces) {
+    EXPECT_EQ(piece.first, covered) << "pieces in the list's order";
+    covered += piece.count();
+    EXPECT_EQ(piece.block_rows, stack.rows);
+    EXPECT_EQ(piece.block_cols, stack.cols);
+    region_in_stack(compact, piece).copy_(region_in_matrix(matrix_of(piece.param), piece));
+  }
+  ASSERT_EQ(covered, static_cast<int64_t>(blocks.size()));
+  EXPECT_TRUE(at::equal(compact, full.index_select(0, at::tensor(blocks, at::kLong))))
+      << "stack " << stack.rows << "x" << stack.cols << ", " << blocks.size() << " blocks";
+}
+
+TEST(StackPlan, PiecesOfRegionsMoveTheListedBlocks) {
+  // Two tiled matrices (one region each, 4×3 and 3×5 grids of 2×2) and ragged edges.
+  const auto plan = plan_stacks({{9, 7}, {6, 10}, {2, 3, 3, 1}}, {0, 0, 0}, {{2, false, 0}});
+  for (const auto& stack : plan.gradient_stacks) {
+    const int64_t n = stack.count();
+    std::vector<int64_t> all(n);
+    for (int64_t b = 0; b < n; ++b) all[b] = b;
+    expect_pieces_gather_blocks(plan, stack, all);
+    const auto whole = regions_of_blocks(stack.regions, all);
+    ASSERT_EQ(whole.size(), stack.regions.size()) << "every block: the regions, uncut";
+    for (size_t r = 0; r < whole.size(); ++r) EXPECT_EQ(whole[r].count(), stack.regions[r].count());
+    for (int64_t start = 0; start < n; ++start) {  // every range, as chunks are
+      for (int64_t length = 1; start + length <= n; ++length) {
+        std::vector<int64_t> range(all.begin() + start, all.begin() + start + length);
+        expect_pieces_gather_blocks(plan, stack, range);
+      }
+    }
+    std::vector<int64_t> scattered;  // as the blocks with a gradient might be
+    for (int64_t b = 0; b < n; ++b) {
+      if (b % 3 != 1) scattered.push_back(b);
+    }
+    if (!scattered.empty()) expect_pieces_gather_blocks(plan, stack, scattered);
+  }
+}
+
+// A run inside one region's grid is at most three rectangles: the rest of a row,
+// whole rows, the start of a row.
+TEST(StackPlan, ARunWithinARegionIsAtMostThreePieces) {
+  const auto plan = plan_stacks({{10, 10}}, {0}, {{2, false, 0}});  // one 5×5 grid of 2×2
+  const auto& stack = plan.gradient_stacks.at(0);
+  ASSERT_EQ(stack.regions.size(), 1u);
+  std::vector<int64_t> run;
+  for (int64_t b = 3; b < 22; ++b) run.push_back(b);  // row 0 from column 3, rows 1–3, row 4 to column 1
+  const auto pieces = regions_of_blocks(stack.regions, run);
+  ASSERT_EQ(pieces.size(), 3u);
+  EXPECT_EQ(pieces[0].grid_rows * 10 + pieces[0].grid_cols, 1 * 10 + 2);
+  EXPECT_EQ(pieces[1].grid_rows * 10 + pieces[1].grid_cols, 3 * 10 + 5);
+  EXPECT_EQ(pieces[2].grid_rows * 10 + pieces[2].grid_cols, 1 * 10 + 2);
+  EXPECT_EQ(pieces[1].row, 2);
+  EXPECT_EQ(pieces[2].row, 8);
+  EXPECT_EQ(pieces[0].col, 6);
+  expect_pieces_gather_blocks(plan, stack, run);
+}
+
+TEST(StackPlan, PiecesRefuseUnorderedOrUnknownBlocks) {
+  const auto plan = plan_stacks({{4, 4}}, {0}, {{2, false, 0}});
+  const auto& regions = plan.gradient_stacks.at(0).regions;
+  EXPECT_THROW(regions_of_blocks(regions, {2, 1}), c10::Error);
+  EXPECT_THROW(regions_of_blocks(regions, {4}), c10::Error);
+}
+
 }  // namespace
 }  // namespace dash::blocking

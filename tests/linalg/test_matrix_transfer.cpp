@@ -190,14 +190,16 @@ TEST(MatrixTransfer, AListSplitOverTheCoresMovesEveryMatrixOnce) {
 }
 
 TEST(MatrixTransfer, HelperThreadsFlushDenormalsAsTheCallerDoes) {
-  if (!at::globalContext().setFlushDenormal(true)) GTEST_SKIP() << "no flush-to-zero on this CPU";
   // 30 MB: split wherever there are cores. Both operands are normal and every
   // difference a float32 denormal, which the caller's setting flushes to zero on
-  // every thread (a new thread inherits the caller's floating-point environment,
-  // POSIX; a pool of threads would have to pass it on).
+  // every thread: the split's helper threads, kept from earlier splits, take the
+  // caller's floating-point environment with each range.
   auto expected = at::full({60, 256, 512}, 2.0e-38f);
   auto actual = expected.clone();
   const auto subtrahend = at::full({60, 256, 512}, 1.5e-38f);
+  auto warm_up = at::zeros_like(expected);
+  transfer_matrices({{warm_up, subtrahend}}, Transfer::Copy);  // helpers started before the setting changes
+  if (!at::globalContext().setFlushDenormal(true)) GTEST_SKIP() << "no flush-to-zero on this CPU";
   expected.sub_(subtrahend);
   transfer_matrices({{actual, subtrahend}}, Transfer::Subtract);
   at::globalContext().setFlushDenormal(false);

@@ -5,8 +5,10 @@
 #include <dash/inverse_root.h>
 #include <dash/solver_cost.h>
 
+#include "common/memory_peak.h"
 #include "linalg/stack_blas.h"
 #include "support/solver_options.h"
+#include "support/spd_matrices.h"
 #include "support/top_level_ops.h"
 
 #include <ATen/ATen.h>
@@ -15,6 +17,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -180,6 +183,54 @@ TEST(SolverCost, NewtonDBAutoCostsWhatItRunsOnTheDevice) {
   EXPECT_DOUBLE_EQ(inverse_root_flops(3, 64, 4, bf16, cpu),
       inverse_root_flops(3, 64, 4, testing::with_evaluation(bf16, NewtonDBEvaluation::Matmuls), cpu));
   EXPECT_LT(inverse_root_flops(3, 64, 4, automatic, cpu), inverse_root_flops(3, 64, 4, automatic, cuda) / 4);
+}
+
+// The workspace bound against the allocator: inverse_root() holds at most
+// inverse_root_workspace_bytes() at its peak (its workspace's buffers, the root it
+// returns, and whatever its operations allocate besides), with an empty workspace
+// and with one that holds its buffers from an earlier call, for every method,
+// precision, evaluation and a warm eigenbasis; and the bound is not loose (within
+// 1.5x on the larger stacks).
+TEST(SolverWorkspace, BoundHoldsTheAllocatorsPeak) {
+  const at::Device cpu(at::kCPU);
+  for (int64_t b : {32, 160}) {
+    for (int64_t count : {1, 3, 8, 24}) {
+      auto matrices = testing::log_spaced_spectrum(count, b, 1e3, 5).matrices.to(at::kFloat);
+      for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::BF16, MatmulPrecision::FP16}) {
+        for (int variant = 0; variant < 6; ++variant) {
+          auto options = variant == 4 ? testing::with_evaluation(
+                                            InverseRootOptions().method(RootMethod::NewtonDB), NewtonDBEvaluation::Eigh)
+                         : variant == 5
+                             ? InverseRootOptions().method(RootMethod::EVD)
+                             : testing::solver_options(std::vector<RootMethod>{RootMethod::EVD,
+                                   RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}[variant]);
+          options.precision(precision);
+          const bool warm = variant == 5;
+          if (warm) options.eigen().refresh_tolerance(0.05);
+          Eigenbasis basis{at::zeros({count, b, b}), at::zeros({count}, at::kBool), {}};
+          InverseRootWorkspace workspace;
+          // Twice: with an empty workspace (the peak is its growth and the
+          // temporaries), then with the one that holds its buffers (held + peak).
+          int64_t held_and_peak = 0;
+          for (int call = 0; call < 2; ++call) {
+            const auto held = workspace.bytes();
+            common::MeasureMemoryPeak measure;
+            ASSERT_TRUE(measure.measuring());
+            auto root = warm ? inverse_root(matrices, 4, options, workspace, basis)
+                             : inverse_root(matrices, 4, options, workspace);
+            held_and_peak = std::max(held_and_peak, held + measure.peak_bytes());
+          }
+          const auto bound = inverse_root_workspace_bytes(count, b, options, cpu, warm);
+          const auto label = "variant " + std::to_string(variant) + ", precision " +
+                             std::to_string(static_cast<int>(precision)) + ", b " + std::to_string(b) + ", count " +
+                             std::to_string(count);
+          EXPECT_LE(held_and_peak, bound) << label;
+          if (count == 24 && b == 160)
+            EXPECT_GE(static_cast<double>(held_and_peak) * 1.5, static_cast<double>(bound)) << label;
+        }
+      }
+    }
+  }
 }
 
 TEST(SolverCost, RejectsNegativeCounts) { EXPECT_THROW(inverse_root_flops(-1, 64, 4), c10::Error); }

@@ -565,3 +565,43 @@ def test_root_method_auto_reports_its_choice_per_factor_stack():
         assert chosen["ms"] <= 1.1 * fastest
     with pytest.raises(ValueError, match="auto_max_error must be > 0"):
         dash.Dash(make_params(), root_method="auto", auto_max_error=0.0)
+
+
+def test_workspace_limit_bounds_the_kept_memory_and_moves_the_parameters_as_without_one():
+    # A limit of one byte: every chunk is one block or factor. On a CPU the chunks'
+    # arithmetic is the whole stacks', up to the last bits of a root (an element-wise
+    # power in SIMD lanes or a loop's tail): the moves agree to float32 rounding.
+    moves, workspace = {}, {}
+    for limit in (0, 1):
+        params = make_params()
+        start = flat(params)
+        optimizer = dash.Dash(params, lr=0.01, **OPTIONS, workspace_limit=limit)
+        assert optimizer.param_groups[0]["workspace_limit"] == limit
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for gradients in fixed_gradients(params, 6):
+                apply_step(optimizer, params, gradients)
+        # One byte cannot hold even the 1-D parameter's AdamW buffers: said once.
+        assert any("take more than half of workspace_limit" in str(w.message) for w in caught) == (limit == 1)
+        moves[limit] = flat(params) - start
+        report = optimizer.diagnostics()
+        workspace[limit] = report["workspace_bytes"]
+        assert report["workspace_limit_bytes"] == limit
+        assert report["step_peak_bytes"] == -1  # not measured unless asked for
+    assert workspace[1] < workspace[0] / 4
+    relative = ((moves[1] - moves[0]).norm() / moves[0].norm()).item()
+    assert relative < 1e-5
+
+
+def test_workspace_limit_as_a_fraction_has_a_floor_and_the_peak_is_measured_on_request():
+    params = make_params()
+    optimizer = dash.Dash(params, **OPTIONS)  # the default: 0.1 of the state, at least 16 MiB
+    assert optimizer.param_groups[0]["workspace_limit"] == 0.1
+    optimizer.profile_memory(True)
+    for gradients in fixed_gradients(params, 2):
+        apply_step(optimizer, params, gradients)
+    report = optimizer.diagnostics()
+    assert report["workspace_limit_bytes"] == 16 * 2**20
+    assert report["step_peak_bytes"] > 0
+    with pytest.raises(ValueError, match="workspace_limit"):
+        dash.Dash(make_params(), workspace_limit=-1)

@@ -1,0 +1,280 @@
+// DashOptions::workspace_limit: the budget's arithmetic, steps over chunks that
+// are bit for bit the steps over whole stacks (on a CPU every block's and every
+// factor's arithmetic is its own), and the memory a step holds, measured by the
+// allocators' hook, within the limit.
+
+#include <dash/optimizer.h>
+
+#include "optim/workspace_budget.h"
+#include "support/error_message.h"
+#include "support/solver_options.h"
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <iostream>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace dash {
+namespace {
+
+using optim::items_per_chunk;
+using optim::split_into_chunks;
+using optim::workspace_budget;
+
+TEST(WorkspaceBudget, ResolvesFractionsBytesAndNoLimit) {
+  const int64_t state = int64_t{1} << 30;
+  EXPECT_EQ(workspace_budget(0.0, state).limit, 0);
+  EXPECT_FALSE(workspace_budget(0.0, state).bounded());
+  EXPECT_EQ(workspace_budget(0.1, state).limit, static_cast<int64_t>(0.1 * static_cast<double>(state)));
+  EXPECT_EQ(workspace_budget(0.1, 1000).limit, kWorkspaceFloorBytes) << "a fraction of a small state: the floor";
+  EXPECT_EQ(workspace_budget(1.0, state).limit, 1) << "from 1 on, bytes: no floor";
+  EXPECT_EQ(workspace_budget(5e6, state).limit, 5000000);
+  EXPECT_THROW(workspace_budget(-1.0, state), c10::Error);
+  EXPECT_THROW(workspace_budget(std::nan(""), state), c10::Error);
+  EXPECT_EQ(optim::largest_budget({workspace_budget(1e6, state), workspace_budget(2e6, state)}).limit, 2000000);
+  EXPECT_FALSE(optim::largest_budget({workspace_budget(1e6, state), workspace_budget(0.0, state)}).bounded());
+}
+
+TEST(WorkspaceBudget, SharesWhatTheFixedPartLeaves) {
+  optim::WorkspaceBudget budget{1000, 200};
+  EXPECT_EQ(budget.roots(), 400);
+  EXPECT_EQ(budget.blocks(), 400);
+  EXPECT_FALSE(budget.exceeds_limit());
+  budget.fixed = 5000;  // more than half the limit: the chunks keep half of it, not less
+  EXPECT_TRUE(budget.exceeds_limit());
+  EXPECT_EQ(budget.roots(), 250);
+  EXPECT_EQ((optim::WorkspaceBudget{2, 5000}.roots()), 1) << "at least a byte: chunks of one, not no limit";
+  EXPECT_EQ(optim::WorkspaceBudget{}.roots(), 0);
+}
+
+TEST(WorkspaceBudget, ChunksFitTheBudgetAndHoldAtLeastOneItem) {
+  EXPECT_EQ(items_per_chunk(10, 100, 50, 0), 10) << "no limit: everything at once";
+  EXPECT_EQ(items_per_chunk(10, 100, 50, 350), 3);
+  EXPECT_EQ(items_per_chunk(10, 100, 50, 10000), 10);
+  EXPECT_EQ(items_per_chunk(10, 100, 50, 120), 1) << "less than one item fits: one";
+  EXPECT_EQ(items_per_chunk(10, 100, 500, 120), 1) << "the fixed part alone is over: one";
+  const auto chunks = split_into_chunks({3, 4, 5, 9, 11, 12, 13}, 3);
+  ASSERT_EQ(chunks.size(), 3u);
+  EXPECT_EQ(chunks[0], (std::vector<int64_t>{3, 4, 5}));
+  EXPECT_EQ(chunks[1], (std::vector<int64_t>{9, 11, 12}));
+  EXPECT_EQ(chunks[2], (std::vector<int64_t>{13}));
+  EXPECT_TRUE(split_into_chunks({}, 2).empty());
+  EXPECT_THROW(split_into_chunks({1}, 0), c10::Error);
+}
+
+// A model of ragged shapes for B = 8 · scale: matrices that tile and that do not,
+// a 4-D weight, a one-row matrix, 1-D and 0-D parameters; parameter 1 has no
+// gradient in some steps, so its blocks are a scattered subset of their stacks then.
+std::vector<at::Tensor> model_parameters(int64_t scale = 1) {
+  auto generator = at::detail::createCPUGenerator(11);
+  std::vector<at::Tensor> params = {at::randn({40 * scale, 37 * scale}, generator),
+      at::randn({24 * scale, 16 * scale}, generator), at::randn({5 * scale, 3, 2, 2}, generator),
+      at::randn({1, 30 * scale}, generator), at::randn({13 * scale}, generator), at::randn({}, generator)};
+  for (auto& p : params) p.set_requires_grad(true);
+  return params;
+}
+
+void give_gradients(std::vector<at::Tensor>& params, int step, at::Generator& generator) {
+  for (size_t i = 0; i < params.size(); ++i) {
+    const bool skipped = i == 1 && step % 3 == 2;
+    params[i].mutable_grad() =
+        skipped ? at::Tensor() : params[i].detach() * 0.3 + at::randn(params[i].sizes(), generator);
+  }
+}
+
+// Two twins, one without a limit and one with `limit` from step `from` on,
+// stepped on the same gradients; `compare(step, whole, chunked)` after every step.
+template <typename Compare>
+void step_twins(const DashOptions& options, double limit, int from, int steps, const Compare& compare) {
+  const auto scale = options.block_size() / 8;
+  auto whole = model_parameters(scale);
+  auto chunked = model_parameters(scale);
+  Dash whole_optimizer(whole, DashOptions(options).workspace_limit(0.0));
+  Dash chunked_optimizer(chunked, DashOptions(options).workspace_limit(from == 0 ? limit : 0.0));
+  auto generator = at::detail::createCPUGenerator(5);
+  for (int step = 0; step < steps; ++step) {
+    if (step == from) {
+      for (auto& group : chunked_optimizer.param_groups()) {
+        static_cast<DashOptions&>(group.options()).workspace_limit(limit);
+      }
+    }
+    auto generator_copy = generator.clone();
+    give_gradients(whole, step, generator);
+    give_gradients(chunked, step, generator_copy);
+    whole_optimizer.step();
+    chunked_optimizer.step();
+    compare(step, whole, chunked);
+  }
+  EXPECT_GT(chunked_optimizer.diagnostics().workspace_limit_bytes, 0);
+  EXPECT_LT(chunked_optimizer.diagnostics().workspace_bytes, whole_optimizer.diagnostics().workspace_bytes);
+}
+
+struct Variant {
+  std::string label;
+  DashOptions options;
+};
+
+std::vector<Variant> variants() {
+  const auto base = DashOptions(0.01)
+                        .block_size(8)
+                        .start_step(2)
+                        .root_frequency(2)
+                        .momentum(0.5)
+                        .weight_decay(0.1)
+                        .execution(Execution::Batched);
+  std::vector<Variant> result;
+  for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+    result.push_back({"method " + to_string(method), DashOptions(base).root(testing::solver_options(method))});
+  }
+  result.push_back({"ndb by eigh", DashOptions(base).root(InverseRootOptions().method(RootMethod::NewtonDB))});
+  auto warm = InverseRootOptions().method(RootMethod::EVD);
+  warm.eigen().refresh_tolerance(0.05);
+  result.push_back({"warm evd", DashOptions(base).root(warm)});
+  // LibTorch's CPU bfloat16 bmm (oneDNN) rounds 8 × 8 products of a stack apart
+  // from the same product alone (from 64 × 64 on it does not): B = 64 here.
+  const auto bf16 = DashOptions(base).block_size(64);
+  result.push_back({"bf16 roots",
+      DashOptions(bf16).root(testing::solver_options(RootMethod::CoupledNewton).precision(MatmulPrecision::BF16))});
+  result.push_back({"bf16 preconditioning", DashOptions(bf16).preconditioning_precision(MatmulPrecision::BF16)});
+  result.push_back({"1-d shampoo, no momentum, sgd grafting",
+      DashOptions(base).one_dimensional(OneDimensional::Shampoo1D).momentum(0.0).grafting(GraftingType::SGD)});
+  result.push_back({"sequential", DashOptions(base).execution(Execution::Sequential)});
+  result.push_back({"execution auto", DashOptions(base).execution(Execution::Auto)});
+  return result;
+}
+
+// Steps without new roots (f = 1000: the roots of step 2 kept, computed by both
+// twins over whole stacks) are bit for bit the same over chunks as over whole
+// stacks, with a limit of one byte (chunks of one block) and of a few blocks: on
+// a CPU every block's gather, factor update, grafting, preconditioning and
+// write-back is its own arithmetic, and the per-block bias corrections are
+// computed over whole stacks.
+TEST(WorkspaceLimit, StepsWithoutRootsAreBitwiseTheWholeStacksSteps) {
+  for (const auto& variant : variants()) {
+    for (double limit : {1.0, 12e3 * std::pow(variant.options.block_size() / 8, 2)}) {
+      step_twins(DashOptions(variant.options).root_frequency(1000), limit, /*from=*/2, 9,
+          [&](int step, const auto& whole, const auto& chunked) {
+            for (size_t i = 0; i < whole.size(); ++i) {
+              ASSERT_TRUE(at::equal(whole[i], chunked[i])) << variant.label << ", limit " << limit << ": parameter "
+                                                           << i << " differs after step " << step + 1;
+            }
+          });
+    }
+  }
+}
+
+// Roots computed over chunks can differ from the whole stack's in the last bits
+// on a CPU: an element-wise power (the unscaling of every method, EVD's and
+// NewtonDB-by-eigh's eigenvalue function) runs in SIMD lanes or in a loop's
+// scalar tail depending on where a matrix sits in its stack, and Chebyshev's
+// coefficients come from a product whose blocking depends on the stack's size.
+// After 9 steps with 4 root computations the parameters agree to 1e-5 of their
+// norm; a wrong root is off by O(1).
+TEST(WorkspaceLimit, StepsWithRootsAgreeWithTheWholeStacksSteps) {
+  for (const auto& variant : variants()) {
+    for (double limit : {1.0, 12e3 * std::pow(variant.options.block_size() / 8, 2)}) {
+      step_twins(variant.options, limit, /*from=*/0, 9, [&](int step, const auto& whole, const auto& chunked) {
+        for (size_t i = 0; i < whole.size(); ++i) {
+          const double norm = whole[i].norm().template item<double>();
+          const double difference = (whole[i] - chunked[i]).norm().template item<double>();
+          EXPECT_LE(difference, 1e-5 * norm) << variant.label << ", limit " << limit << ": parameter " << i
+                                             << " after step " << step + 1;
+        }
+      });
+    }
+  }
+}
+
+// RootMethod::Auto compares the methods on a chunk of the due factors within a
+// limit; whatever it chooses, the step stays within bounds and finite.
+TEST(WorkspaceLimit, AutoRootMethodChoosesWithinALimit) {
+  auto params = model_parameters();
+  Dash optimizer(params, DashOptions(0.01)
+                             .block_size(8)
+                             .start_step(1)
+                             .root(InverseRootOptions().method(RootMethod::Auto))
+                             .workspace_limit(20e3));
+  auto generator = at::detail::createCPUGenerator(2);
+  for (int step = 0; step < 3; ++step) {
+    give_gradients(params, step, generator);
+    optimizer.step();
+  }
+  for (const auto& stack : optimizer.diagnostics().factor_stacks) {
+    EXPECT_NE(stack.root_method, RootMethod::Auto) << stack.size << "² stack: a method was chosen";
+    EXPECT_EQ(stack.root_method_trials.size(), 4u);
+  }
+  for (const auto& p : params) EXPECT_TRUE(p.isfinite().all().item<bool>());
+}
+
+// The memory a step holds besides the state, measured: what it kept from the
+// steps before (workspace_bytes when it began) plus the peak of what it allocates
+// (step_peak_bytes, buffers it adds included, state it adds not) stays within a
+// limit that is a quarter of the unbounded workspace, for every method, root
+// steps included.
+TEST(WorkspaceLimit, MeasuredStepMemoryStaysWithinTheLimit) {
+  for (const auto& variant : variants()) {
+    if (variant.options.execution() == Execution::Auto) continue;  // its one-off timing solves blocks apart
+    auto generator = at::detail::createCPUGenerator(3);
+    const int64_t side = 2 * variant.options.block_size();
+    std::vector<at::Tensor> params;
+    for (int i = 0; i < 3; ++i) params.push_back(at::randn({6 * side, 4 * side}, generator).set_requires_grad(true));
+    params.push_back(at::randn({4 * side}, generator).set_requires_grad(true));
+    Dash unbounded(params, DashOptions(variant.options).workspace_limit(0.0));
+    for (int step = 0; step < 3; ++step) {
+      for (auto& p : params) p.mutable_grad() = at::randn_like(p);
+      unbounded.step();
+    }
+    const auto whole = unbounded.diagnostics().workspace_bytes;
+    const double limit = 0.25 * static_cast<double>(whole);
+    Dash optimizer(params, DashOptions(variant.options).workspace_limit(limit));
+    optimizer.profile_memory(true);
+    int64_t kept = 0;
+    int64_t state = optimizer.state_bytes();
+    for (int step = 0; step < 6; ++step) {
+      for (auto& p : params) p.mutable_grad() = at::randn_like(p);
+      optimizer.step();
+      const auto diagnostics = optimizer.diagnostics();
+      ASSERT_GE(diagnostics.step_peak_bytes, 0) << "measured";
+      // State the step allocated (warm EVD's eigenvectors at the first root computation) is not workspace.
+      const auto state_added = diagnostics.state_bytes - state;
+      EXPECT_LE(kept + diagnostics.step_peak_bytes - state_added, static_cast<int64_t>(limit))
+          << variant.label << ", step " << step + 1 << ": kept " << kept << ", peak " << diagnostics.step_peak_bytes
+          << ", state added " << state_added << " (unbounded: " << whole << ")";
+      kept = diagnostics.workspace_bytes;
+      state = diagnostics.state_bytes;
+    }
+  }
+}
+
+TEST(WorkspaceLimit, DiagnosticsReportTheBudgetAndNoPeakUnlessProfiled) {
+  auto params = model_parameters();
+  Dash optimizer(params, DashOptions(0.01).block_size(8));
+  auto generator = at::detail::createCPUGenerator(1);
+  give_gradients(params, 0, generator);
+  optimizer.step();
+  auto diagnostics = optimizer.diagnostics();
+  EXPECT_EQ(diagnostics.workspace_limit_bytes, kWorkspaceFloorBytes) << "0.1 of a small state: the floor";
+  EXPECT_EQ(diagnostics.step_peak_bytes, -1);
+  EXPECT_EQ(diagnostics.state_bytes, optimizer.state_bytes());
+  EXPECT_GT(diagnostics.workspace_bytes, 0);
+  optimizer.profile_memory(true);
+  give_gradients(params, 1, generator);
+  optimizer.step();
+  EXPECT_GT(optimizer.diagnostics().step_peak_bytes, 0);
+}
+
+TEST(WorkspaceLimit, BadLimitsAreRefusedByName) {
+  auto params = model_parameters();
+  for (double bad : {-1.0, std::numeric_limits<double>::infinity(), std::nan("")}) {
+    const auto message = testing::error_of([&] { Dash optimizer(params, DashOptions().workspace_limit(bad)); });
+    EXPECT_NE(message.find("workspace_limit"), std::string::npos) << message;
+  }
+}
+
+}  // namespace
+}  // namespace dash
