@@ -134,6 +134,13 @@ CheckpointProgress load_training_checkpoint(
   torch::serialize::InputArchive optimizer_archive;
   archive.read("optimizer", optimizer_archive);
   optimizer.load(optimizer_archive);
+  // The options came with the checkpoint; the workspace limit is this run's: it
+  // decides memory, not the arithmetic, and may change on resume.
+  if (config.optimizer == "dash") {
+    for (auto& group : optimizer.param_groups()) {
+      static_cast<dash::DashOptions&>(group.options()).workspace_limit(config.workspace_limit);
+    }
+  }
   return {step.toInt(), train_seconds.toDouble(), validation_points(validation)};
 }
 

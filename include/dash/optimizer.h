@@ -79,6 +79,9 @@ struct DashDiagnostics {
   /// gradients and updates, a 16-bit preconditioning_precision's rounded roots,
   /// and a distributed rank's exchange buffers.
   int64_t workspace_bytes = 0;
+  /// Of workspace_bytes, what a workspace limit does not divide into chunks and so
+  /// does not bound: the 1-D parameters' AdamW buffers, a rank's exchange buffers.
+  int64_t unchunked_workspace_bytes = 0;
   /// The last step's workspace budget (DashOptions::workspace_limit resolved); 0: no limit.
   int64_t workspace_limit_bytes = 0;
   /// The last step's peak of memory held above what was held when it began (its

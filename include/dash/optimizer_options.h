@@ -101,9 +101,12 @@ struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions>
   /// limit the factor updates, the roots, the grafting and the preconditioning run
   /// over chunks of each stack that fit it, half of it for the roots' solvers and half
   /// for the blocks' buffers; a chunk holds at least one block, so a limit below
-  /// one block's needs is exceeded by that much. With several groups the largest
-  /// limit applies. On a CPU the arithmetic, and so every result, is the same for
-  /// every limit (docs/python.md, "Memory").
+  /// one block's needs is exceeded by that much. The buffers it does not divide come
+  /// on top (diagnostics().unchunked_workspace_bytes: the 1-D parameters' AdamW
+  /// buffers, a distributed rank's exchange buffers). With several groups the
+  /// largest limit applies. On a CPU a limit changes no factor update, grafting,
+  /// preconditioning or write-back, and a root at most in its last bits
+  /// (docs/python.md, "Memory").
   TORCH_ARG(double, workspace_limit) = 0.1;
 
  public:

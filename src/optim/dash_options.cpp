@@ -71,6 +71,9 @@ void DashOptions::serialize(torch::serialize::InputArchive& archive) {
   // Checkpoints from before newton_db_evaluation existed ran NewtonDB's matmul
   // iteration, which Auto, the later default, is not on a CPU.
   root_options.newton_db().evaluation(NewtonDBEvaluation::Matmuls);
+  // And those from before workspace_limit existed, whole stacks (chunked roots can
+  // differ in their last bits).
+  loaded.workspace_limit(0.0);
 #define DASH_READ(name, type) loaded.name(read<type>(archive, #name, loaded.name()));
 #define DASH_READ_ROOT(name, type, path) root_options.path(read<type>(archive, "root." #name, root_options.path()));
   DASH_OPTION_FIELDS(DASH_READ)

@@ -133,7 +133,8 @@ class AllGatherDistributor final : public PiecewiseDistributor {
     }
     exchange_ = std::make_unique<distributed::UpdateExchange>(context, positions, plan.flat_numel, options.device());
     plan = distributed::plan_for_rank(plan, split, context.rank(), blocking);
-    flat_update_ = at::empty({plan.flat_numel + 1}, options);
+    // Zeros: the positions of parameters without a gradient are exchanged unread.
+    flat_update_ = at::zeros({plan.flat_numel + 1}, options);
   }
 
   bool computes_every_block() const override { return false; }

@@ -89,9 +89,11 @@ Rows Rows::range(int64_t start, int64_t length) {
   return rows;
 }
 
-Rows Rows::subset(std::vector<int64_t> blocks, const at::Device& device) {
+Rows Rows::subset(std::vector<int64_t> blocks, at::Tensor indices) {
+  TORCH_CHECK(indices.numel() == static_cast<int64_t>(blocks.size()), "dash: Rows::subset: ", indices.numel(),
+      " indices for ", blocks.size(), " blocks");
   Rows rows;
-  rows.indices_ = at::tensor(blocks, at::kLong).to(device);
+  rows.indices_ = std::move(indices);
   rows.blocks_ = std::move(blocks);
   return rows;
 }
@@ -537,18 +539,19 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     }
   };
   // Within a workspace limit, over chunks of the stack whose solver temporaries
-  // fit the roots' share (on a CPU every matrix's root is its own computation, so
-  // the roots are those of the whole stack at once, bit for bit).
+  // fit the roots' share (on a CPU a matrix's root is its own computation, but its
+  // element-wise powers run in SIMD lanes or in a loop's tail depending on its place
+  // in the stack: a chunk's roots can differ from the whole stack's in the last bits).
   auto batched = [&] {
-    const auto device = state.factors.device();
     const int64_t chunk = factors_per_chunk(context, k, root_options, warm_eigen);
+    // The mask goes to the device once, not once per chunk.
+    const auto due_mask = due_count == stack.count ? at::Tensor() : bool_mask(due, state.factors.device());
     for (int64_t first = 0; first < stack.count; first += chunk) {
       const int64_t length = std::min(chunk, stack.count - first);
-      const std::vector<bool> chunk_due(due.begin() + first, due.begin() + first + length);
-      const auto chunk_due_count = std::count(chunk_due.begin(), chunk_due.end(), true);
+      const auto chunk_due_count = std::count(due.begin() + first, due.begin() + first + length, true);
       if (chunk_due_count == 0) continue;
       const auto rows = length == stack.count ? Rows::all(length) : Rows::range(first, length);
-      refresh(rows, chunk_due_count == length ? at::Tensor() : bool_mask(chunk_due, device));
+      refresh(rows, chunk_due_count == length ? at::Tensor() : due_mask.narrow(0, first, length));
     }
   };
   auto execution = options.execution() == Execution::Auto ? state.root_execution : options.execution();
@@ -675,6 +678,8 @@ void Engine::choose_root_method_for(
     InverseRootWorkspace trial_workspace;
     auto choice = choose_root_method(
         due_factors, stack.root, root_options, context.budget.bounded() ? root_workspace_ : trial_workspace);
+    // The trials left buffers of every method there; the chosen one makes its own.
+    if (context.budget.bounded()) root_workspace_ = InverseRootWorkspace();
     state.root_method = choice.method;
     state.root_method_trials = std::move(choice.trials);
   } catch (const c10::Error& error) {
@@ -894,6 +899,8 @@ std::vector<std::vector<Rows>> Engine::chunks_per_stack(const StepContext& conte
     const int64_t size = context.options(stack.group).execution() == Execution::Sequential
                              ? 1
                              : items_per_chunk(count, chunk_bytes_per_block(context, s), 0, context.budget.blocks());
+    at::Tensor indices;  // of the active blocks, sent to the device once for all chunks
+    int64_t position = 0;
     for (auto& blocks : split_into_chunks(active, size)) {
       const auto length = static_cast<int64_t>(blocks.size());
       if (length == stack.count()) {
@@ -901,8 +908,10 @@ std::vector<std::vector<Rows>> Engine::chunks_per_stack(const StepContext& conte
       } else if (blocks.back() - blocks.front() + 1 == length) {
         chunks_of[s].push_back(Rows::range(blocks.front(), length));
       } else {
-        chunks_of[s].push_back(Rows::subset(std::move(blocks), device));
+        if (!indices.defined()) indices = at::tensor(active, at::kLong).to(device);
+        chunks_of[s].push_back(Rows::subset(std::move(blocks), indices.narrow(0, position, length)));
       }
+      position += length;
     }
   }
   return chunks_of;
@@ -924,23 +933,12 @@ int64_t Engine::factors_per_chunk(
   return chunk < stack.count && chunk > workers ? chunk - chunk % workers : chunk;
 }
 
-// The groups' workspace_limit, resolved against the state as it is now, less the
-// workspace held outside the chunks.
+// The groups' workspace_limit, resolved against the state as it is now.
 WorkspaceBudget Engine::step_budget(const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
   const auto state = state_bytes();
   std::vector<WorkspaceBudget> budgets;
   for (const auto& group : groups) budgets.push_back(workspace_budget(options_of(group).workspace_limit(), state));
-  auto budget = largest_budget(budgets);
-  budget.fixed = fixed_workspace_bytes();
-  if (budget.exceeds_limit()) {
-    TORCH_WARN_ONCE("dash::Dash: the buffers a workspace limit does not divide (", budget.fixed,
-        " bytes: the 1-D parameters' AdamW buffers and a distributed rank's exchange buffers) take more than half "
-        "of workspace_limit (",
-        budget.limit,
-        " bytes); the chunks keep half the limit, so the workspace exceeds it (diagnostics().workspace_bytes). A "
-        "larger workspace_limit meets it");
-  }
-  return budget;
+  return largest_budget(budgets);
 }
 
 void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
@@ -959,6 +957,11 @@ void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& grou
   context.groups = &groups;
   if (params_.empty()) return;
   context.budget = step_budget(groups);
+  // The scratches only grow: buffers made for no limit or a larger one go.
+  if (context.budget.bounded() && (workspace_limit_bytes_ == 0 || context.budget.limit < workspace_limit_bytes_)) {
+    block_scratch_ = linalg::Scratch();
+    root_workspace_ = InverseRootWorkspace();
+  }
   workspace_limit_bytes_ = context.budget.limit;
   context.keep_gradients = !context.budget.bounded();
   if (!context.keep_gradients) {
@@ -989,8 +992,9 @@ void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& grou
   distributor_->begin_updates(write);
   for_each_chunk([&](size_t s, const Rows& rows) {
     write_direction(context, s, rows);
-    // Within a limit the next chunk reuses this one's buffers: its updates go now.
-    if (context.budget.bounded()) distributor_->flush_updates(profile_);
+    // Within a limit (and one block at a time) the next chunk reuses this one's
+    // buffers: its updates go now; else all stacks' go at the end, in one transfer.
+    if (context.budget.bounded() || chunks_of[s].size() > 1) distributor_->flush_updates(profile_);
   });
   for (size_t j = 0; j < segments_.size(); ++j) update_adamw_segment(context, j);
   distributor_->finish_updates(write, adamw_update_, segment_offsets_, profile_);

@@ -35,17 +35,14 @@ class Rows {
  public:
   static Rows all(int64_t count);
   static Rows range(int64_t start, int64_t length);
-  static Rows subset(std::vector<int64_t> blocks, const at::Device& device);
+  /// `indices`: `blocks` as an int64 tensor on the stack's device.
+  static Rows subset(std::vector<int64_t> blocks, at::Tensor indices);
 
   at::Tensor take(const at::Tensor& full) const;
   /// Writes back a part that take() gathered (a no-op for views, which were modified in place).
   void put(at::Tensor& full, const at::Tensor& part) const;
-  /// Copies `part` into these rows of `full`, whatever take() returned.
-  void store(at::Tensor& full, const at::Tensor& part) const;
   /// The block numbers, on the host.
   const std::vector<int64_t>& blocks() const { return blocks_; }
-  /// Whole stack (its tensors are used as they are).
-  bool everything() const { return everything_; }
 
  private:
   std::vector<int64_t> blocks_;
@@ -138,7 +135,7 @@ class Engine {
   int64_t workspace_bytes() const;
   /// Of those, the ones a workspace limit does not divide into chunks: the AdamW
   /// parameters' gradients, updates and buffers, a rank's exchange buffers.
-  int64_t fixed_workspace_bytes() const;
+  int64_t unchunked_workspace_bytes() const;
   /// Measures each following step's peak of temporary memory (common/memory_peak.h).
   void profile_memory(bool enabled) { profile_memory_ = enabled; }
   int64_t steps_taken() const { return steps_taken_; }

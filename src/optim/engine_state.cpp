@@ -88,6 +88,7 @@ DashDiagnostics Engine::diagnostics(const std::vector<torch::optim::OptimizerPar
   result.overflow_skipped_steps = overflow_skipped_steps_;
   result.state_bytes = state_bytes();
   result.workspace_bytes = workspace_bytes();
+  result.unchunked_workspace_bytes = unchunked_workspace_bytes();
   result.workspace_limit_bytes = workspace_limit_bytes_;
   result.step_peak_bytes = step_peak_bytes_;
   return result;
@@ -98,13 +99,13 @@ int64_t bytes_of(const at::Tensor& tensor) { return tensor.defined() ? static_ca
 }  // namespace
 
 int64_t Engine::workspace_bytes() const {
-  int64_t bytes = fixed_workspace_bytes() + root_workspace_.bytes() + block_scratch_.bytes();
+  int64_t bytes = unchunked_workspace_bytes() + root_workspace_.bytes() + block_scratch_.bytes();
   for (const auto& stack : stacks_) bytes += bytes_of(stack.gathered);
   for (const auto& factor : factors_) bytes += bytes_of(factor.root_operands);
   return bytes;
 }
 
-int64_t Engine::fixed_workspace_bytes() const {
+int64_t Engine::unchunked_workspace_bytes() const {
   int64_t bytes = bytes_of(adamw_grad_) + bytes_of(adamw_update_);
   if (distributor_) bytes += distributor_->workspace_bytes();
   for (const auto& segment : segments_) bytes += bytes_of(segment.work.ghat) + bytes_of(segment.work.graft);

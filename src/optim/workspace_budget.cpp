@@ -41,7 +41,8 @@ std::vector<std::vector<int64_t>> split_into_chunks(const std::vector<int64_t>& 
   std::vector<std::vector<int64_t>> chunks;
   for (size_t start = 0; start < items.size(); start += static_cast<size_t>(size)) {
     const auto end = std::min(items.size(), start + static_cast<size_t>(size));
-    chunks.emplace_back(items.begin() + static_cast<std::ptrdiff_t>(start), items.begin() + static_cast<std::ptrdiff_t>(end));
+    chunks.emplace_back(
+        items.begin() + static_cast<std::ptrdiff_t>(start), items.begin() + static_cast<std::ptrdiff_t>(end));
   }
   return chunks;
 }

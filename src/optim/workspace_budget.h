@@ -4,7 +4,9 @@
 // arithmetic on byte counts; the engine says what each phase needs per block or
 // factor). Half the limit goes to the root solvers' workspace and half to the
 // blocks' buffers (gathered gradients, Ĝ, P_g, 16-bit operands): both are kept
-// across steps, so that a step allocates nothing once they hold their chunks.
+// across steps, so that a step allocates nothing once they hold their chunks. The
+// buffers that are not divided into chunks (the 1-D parameters' AdamW buffers, a
+// distributed rank's exchange buffers) come on top.
 
 #include <dash/optimizer_options.h>
 
@@ -16,16 +18,10 @@ namespace dash::optim {
 
 struct WorkspaceBudget {
   int64_t limit = 0;  ///< bytes; 0: no limit
-  /// Workspace held outside the chunks (the AdamW parameters' buffers, a rank's
-  /// exchange buffers), taken off the limit before it is shared out, up to half of
-  /// it: beyond that the chunks would shrink to single blocks for a limit they could
-  /// not meet anyway (exceeds_limit()).
-  int64_t fixed = 0;
   bool bounded() const { return limit > 0; }
-  bool exceeds_limit() const { return bounded() && fixed > limit / 2; }
-  /// The root solvers' share and the blocks' buffers' (each half of what the fixed
-  /// part leaves, at least a byte: a chunk of one); 0 without a limit.
-  int64_t roots() const { return bounded() ? std::max<int64_t>(1, std::max(limit - fixed, limit / 2) / 2) : 0; }
+  /// The root solvers' share and the blocks' buffers' (each half the limit, at
+  /// least a byte: a chunk of one); 0 without a limit.
+  int64_t roots() const { return bounded() ? std::max<int64_t>(1, limit / 2) : 0; }
   int64_t blocks() const { return roots(); }
 };
 

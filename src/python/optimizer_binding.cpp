@@ -91,6 +91,7 @@ py::dict diagnostics_dict(const Dash& optimizer) {
   result["overflow_skipped_steps"] = diagnostics.overflow_skipped_steps;
   result["state_bytes"] = diagnostics.state_bytes;
   result["workspace_bytes"] = diagnostics.workspace_bytes;
+  result["unchunked_workspace_bytes"] = diagnostics.unchunked_workspace_bytes;
   result["workspace_limit_bytes"] = diagnostics.workspace_limit_bytes;
   result["step_peak_bytes"] = diagnostics.step_peak_bytes;
   result["communicated_bytes_per_step"] = optimizer.communicated_bytes_per_step();

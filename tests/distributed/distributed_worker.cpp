@@ -1,7 +1,8 @@
 // One rank of the distributed tests (launched by test_distributed through
 // dash::launch::launch_local_ranks (apps/launch), so RANK, WORLD_SIZE, MASTER_* are set):
 //   distributed_worker SCENARIO OUT_DIR
-// SCENARIO: match | tiny | bf16 | resume | exit. Writes OUT_DIR/params-rank<r>.pt,
+// SCENARIO: match | tiny | bf16 | resume | exit | chunked (a workspace limit of one
+// byte: every chunk one block or factor). Writes OUT_DIR/params-rank<r>.pt,
 // OUT_DIR/stats-rank<r>.txt, and on failure OUT_DIR/error-rank<r>.txt.
 
 #include "distributed/distributed_problem.h"
@@ -30,7 +31,9 @@ int run(const std::string& scenario, const std::string& out) {
 
   const bool tiny = scenario == "tiny";
   auto params = dash::testing::distributed_problem_parameters(tiny);
-  auto optimizer = std::make_unique<dash::Dash>(params, dash::testing::distributed_problem_options(), context);
+  auto dash_options = dash::testing::distributed_problem_options();
+  if (scenario == "chunked") dash_options.workspace_limit(1.0);
+  auto optimizer = std::make_unique<dash::Dash>(params, dash_options, context);
   for (int64_t step = 0; step < dash::testing::kDistributedProblemSteps; ++step) {
     if (scenario == "exit" && rank == 1 && step == 3) std::_Exit(3);  // dies between two collectives
     if (scenario == "resume" && step == 5) {

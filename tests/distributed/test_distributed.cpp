@@ -45,11 +45,11 @@ struct SingleProcess {
   int64_t state_bytes = 0;
 };
 
-SingleProcess single_process(bool tiny) {
+SingleProcess single_process(bool tiny, double workspace_limit = DashOptions().workspace_limit()) {
   SingleProcess result;
   auto params = testing::distributed_problem_parameters(tiny);
   for (const auto& param : params) result.initial.push_back(param.detach().clone());
-  Dash optimizer(params, testing::distributed_problem_options());
+  Dash optimizer(params, testing::distributed_problem_options().workspace_limit(workspace_limit));
   for (int64_t step = 0; step < testing::kDistributedProblemSteps; ++step) {
     testing::set_distributed_problem_gradients(params, step);
     optimizer.step();
@@ -116,6 +116,21 @@ TEST_P(DistributedDash, TenStepsEqualSingleProcessDashOnTheSameGradients) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, DistributedDash, ::testing::Values(2, 3));
+
+// Within a workspace limit of one byte every chunk is one block or factor, on each
+// rank as in one process: each root is then computed alone wherever it lives, and
+// the ranks' parameters are bitwise those of one process with the same limit.
+TEST(DistributedDashEdges, ChunkedRanksEqualAChunkedSingleProcess) {
+  DASH_SKIP_WITHOUT_GLOO();
+  OutputFolder out;
+  ASSERT_EQ(launch("chunked", 2, out), 0);
+  const auto reference = single_process(false, /*workspace_limit=*/1.0);
+  const auto distributed = load_parameters(out.file("params-rank0.pt"));
+  ASSERT_EQ(distributed.size(), reference.final.size());
+  expect_ranks_identical(out, 2, distributed);
+  for (size_t i = 0; i < distributed.size(); ++i) EXPECT_TRUE(at::equal(distributed[i], reference.final[i])) << i;
+  for (size_t i = 0; i < distributed.size(); ++i) EXPECT_FALSE(at::equal(distributed[i], reference.initial[i])) << i;
+}
 
 TEST(DistributedDashEdges, MoreRanksThanBlocksLeavesSomeRanksIdle) {
   DASH_SKIP_WITHOUT_GLOO();

@@ -10,6 +10,7 @@
 #include "support/error_message.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <ATen/core/grad_mode.h>
 #include <ATen/record_function.h>
 
@@ -190,6 +191,13 @@ TEST(MatrixTransfer, AListSplitOverTheCoresMovesEveryMatrixOnce) {
 }
 
 TEST(MatrixTransfer, HelperThreadsFlushDenormalsAsTheCallerDoes) {
+  // One ATen thread: OpenMP's workers would keep the setting they started with,
+  // and the split's passes go to dash's helpers only where ATen's pool has one.
+  struct OneAtenThread {
+    int saved = at::get_num_threads();
+    OneAtenThread() { at::set_num_threads(1); }
+    ~OneAtenThread() { at::set_num_threads(saved); }
+  } one_thread;
   // 30 MB: split wherever there are cores. Both operands are normal and every
   // difference a float32 denormal, which the caller's setting flushes to zero on
   // every thread: the split's helper threads, kept from earlier splits, take the

@@ -40,15 +40,11 @@ TEST(WorkspaceBudget, ResolvesFractionsBytesAndNoLimit) {
   EXPECT_FALSE(optim::largest_budget({workspace_budget(1e6, state), workspace_budget(0.0, state)}).bounded());
 }
 
-TEST(WorkspaceBudget, SharesWhatTheFixedPartLeaves) {
-  optim::WorkspaceBudget budget{1000, 200};
-  EXPECT_EQ(budget.roots(), 400);
-  EXPECT_EQ(budget.blocks(), 400);
-  EXPECT_FALSE(budget.exceeds_limit());
-  budget.fixed = 5000;  // more than half the limit: the chunks keep half of it, not less
-  EXPECT_TRUE(budget.exceeds_limit());
-  EXPECT_EQ(budget.roots(), 250);
-  EXPECT_EQ((optim::WorkspaceBudget{2, 5000}.roots()), 1) << "at least a byte: chunks of one, not no limit";
+TEST(WorkspaceBudget, SharesTheLimitInHalves) {
+  const optim::WorkspaceBudget budget{1001};
+  EXPECT_EQ(budget.roots(), 500);
+  EXPECT_EQ(budget.blocks(), 500);
+  EXPECT_EQ((optim::WorkspaceBudget{1}.roots()), 1) << "at least a byte: chunks of one, not no limit";
   EXPECT_EQ(optim::WorkspaceBudget{}.roots(), 0);
 }
 
@@ -120,13 +116,9 @@ struct Variant {
 };
 
 std::vector<Variant> variants() {
-  const auto base = DashOptions(0.01)
-                        .block_size(8)
-                        .start_step(2)
-                        .root_frequency(2)
-                        .momentum(0.5)
-                        .weight_decay(0.1)
-                        .execution(Execution::Batched);
+  const auto base =
+      DashOptions(0.01).block_size(8).start_step(2).root_frequency(2).momentum(0.5).weight_decay(0.1).execution(
+          Execution::Batched);
   std::vector<Variant> result;
   for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
     result.push_back({"method " + to_string(method), DashOptions(base).root(testing::solver_options(method))});
@@ -160,8 +152,8 @@ TEST(WorkspaceLimit, StepsWithoutRootsAreBitwiseTheWholeStacksSteps) {
       step_twins(DashOptions(variant.options).root_frequency(1000), limit, /*from=*/2, 9,
           [&](int step, const auto& whole, const auto& chunked) {
             for (size_t i = 0; i < whole.size(); ++i) {
-              ASSERT_TRUE(at::equal(whole[i], chunked[i])) << variant.label << ", limit " << limit << ": parameter "
-                                                           << i << " differs after step " << step + 1;
+              ASSERT_TRUE(at::equal(whole[i], chunked[i]))
+                  << variant.label << ", limit " << limit << ": parameter " << i << " differs after step " << step + 1;
             }
           });
     }
@@ -182,8 +174,8 @@ TEST(WorkspaceLimit, StepsWithRootsAgreeWithTheWholeStacksSteps) {
         for (size_t i = 0; i < whole.size(); ++i) {
           const double norm = whole[i].norm().template item<double>();
           const double difference = (whole[i] - chunked[i]).norm().template item<double>();
-          EXPECT_LE(difference, 1e-5 * norm) << variant.label << ", limit " << limit << ": parameter " << i
-                                             << " after step " << step + 1;
+          EXPECT_LE(difference, 1e-5 * norm)
+              << variant.label << ", limit " << limit << ": parameter " << i << " after step " << step + 1;
         }
       });
     }
@@ -211,44 +203,102 @@ TEST(WorkspaceLimit, AutoRootMethodChoosesWithinALimit) {
   for (const auto& p : params) EXPECT_TRUE(p.isfinite().all().item<bool>());
 }
 
-// The memory a step holds besides the state, measured: what it kept from the
-// steps before (workspace_bytes when it began) plus the peak of what it allocates
-// (step_peak_bytes, buffers it adds included, state it adds not) stays within a
-// limit that is a quarter of the unbounded workspace, for every method, root
-// steps included.
+// A model for the memory checks: three matrices of 12 × 8 blocks of B × B (B from
+// the options) and a vector.
+std::vector<at::Tensor> memory_model(const DashOptions& options) {
+  auto generator = at::detail::createCPUGenerator(3);
+  const int64_t side = 2 * options.block_size();
+  std::vector<at::Tensor> params;
+  for (int i = 0; i < 3; ++i) params.push_back(at::randn({6 * side, 4 * side}, generator).set_requires_grad(true));
+  params.push_back(at::randn({4 * side}, generator).set_requires_grad(true));
+  return params;
+}
+
+// Steps `optimizer` with memory profiling, and expects the memory each step holds
+// besides the state within `limit`: what it kept from the steps before
+// (workspace_bytes when it began) plus the peak of what it allocates
+// (step_peak_bytes: buffers it adds included, state it adds not), less the
+// buffers the limit does not divide.
+void expect_steps_within(
+    Dash& optimizer, std::vector<at::Tensor>& params, double limit, int steps, const std::string& label) {
+  optimizer.profile_memory(true);
+  auto before = optimizer.diagnostics();
+  for (int step = 0; step < steps; ++step) {
+    for (auto& p : params) p.mutable_grad() = at::randn_like(p);
+    optimizer.step();
+    const auto after = optimizer.diagnostics();
+    ASSERT_GE(after.step_peak_bytes, 0) << "measured";
+    // State the step allocated (warm EVD's eigenvectors at the first root computation) is not workspace.
+    const auto state_added = after.state_bytes - before.state_bytes;
+    const auto held = before.workspace_bytes - before.unchunked_workspace_bytes + after.step_peak_bytes - state_added;
+    EXPECT_LE(held, static_cast<int64_t>(limit))
+        << label << ", step " << step + 1 << ": kept " << before.workspace_bytes << " (unchunked "
+        << before.unchunked_workspace_bytes << "), peak " << after.step_peak_bytes << ", state added " << state_added;
+    before = after;
+  }
+}
+
+// Within a limit that is a quarter of the unbounded workspace, for every method,
+// root steps included.
 TEST(WorkspaceLimit, MeasuredStepMemoryStaysWithinTheLimit) {
   for (const auto& variant : variants()) {
     if (variant.options.execution() == Execution::Auto) continue;  // its one-off timing solves blocks apart
-    auto generator = at::detail::createCPUGenerator(3);
-    const int64_t side = 2 * variant.options.block_size();
-    std::vector<at::Tensor> params;
-    for (int i = 0; i < 3; ++i) params.push_back(at::randn({6 * side, 4 * side}, generator).set_requires_grad(true));
-    params.push_back(at::randn({4 * side}, generator).set_requires_grad(true));
+    auto params = memory_model(variant.options);
     Dash unbounded(params, DashOptions(variant.options).workspace_limit(0.0));
     for (int step = 0; step < 3; ++step) {
       for (auto& p : params) p.mutable_grad() = at::randn_like(p);
       unbounded.step();
     }
-    const auto whole = unbounded.diagnostics().workspace_bytes;
-    const double limit = 0.25 * static_cast<double>(whole);
+    const double limit = 0.25 * static_cast<double>(unbounded.diagnostics().workspace_bytes);
     Dash optimizer(params, DashOptions(variant.options).workspace_limit(limit));
-    optimizer.profile_memory(true);
-    int64_t kept = 0;
-    int64_t state = optimizer.state_bytes();
-    for (int step = 0; step < 6; ++step) {
-      for (auto& p : params) p.mutable_grad() = at::randn_like(p);
-      optimizer.step();
-      const auto diagnostics = optimizer.diagnostics();
-      ASSERT_GE(diagnostics.step_peak_bytes, 0) << "measured";
-      // State the step allocated (warm EVD's eigenvectors at the first root computation) is not workspace.
-      const auto state_added = diagnostics.state_bytes - state;
-      EXPECT_LE(kept + diagnostics.step_peak_bytes - state_added, static_cast<int64_t>(limit))
-          << variant.label << ", step " << step + 1 << ": kept " << kept << ", peak " << diagnostics.step_peak_bytes
-          << ", state added " << state_added << " (unbounded: " << whole << ")";
-      kept = diagnostics.workspace_bytes;
-      state = diagnostics.state_bytes;
-    }
+    expect_steps_within(optimizer, params, limit, 6, variant.label);
   }
+}
+
+// A limit set (or lowered) after steps without one: the buffers those steps made
+// for whole stacks are released, and the steps after it keep within it.
+TEST(WorkspaceLimit, ALimitSetLaterReleasesTheWholeStacksBuffers) {
+  const auto options = DashOptions(0.01).block_size(8).start_step(1).root_frequency(2).execution(Execution::Batched);
+  auto params = memory_model(options);
+  Dash optimizer(params, DashOptions(options).workspace_limit(0.0));
+  for (int step = 0; step < 3; ++step) {
+    for (auto& p : params) p.mutable_grad() = at::randn_like(p);
+    optimizer.step();
+  }
+  const auto whole = optimizer.diagnostics().workspace_bytes;
+  const double limit = 0.25 * static_cast<double>(whole);
+  for (auto& group : optimizer.param_groups()) static_cast<DashOptions&>(group.options()).workspace_limit(limit);
+  for (auto& p : params) p.mutable_grad() = at::randn_like(p);
+  optimizer.step();
+  EXPECT_LE(optimizer.diagnostics().workspace_bytes - optimizer.diagnostics().unchunked_workspace_bytes,
+      static_cast<int64_t>(limit));
+  expect_steps_within(optimizer, params, limit, 4, "set later");
+  // The step that lowers it begins with what the old limit allowed; from then on, the new one.
+  for (auto& group : optimizer.param_groups()) static_cast<DashOptions&>(group.options()).workspace_limit(limit / 2);
+  for (auto& p : params) p.mutable_grad() = at::randn_like(p);
+  optimizer.step();
+  expect_steps_within(optimizer, params, limit / 2, 4, "lowered");
+}
+
+// RootMethod::Auto's trials, within a limit, run in the optimizer's workspace and
+// leave no buffer of the methods not chosen there.
+TEST(WorkspaceLimit, AutoRootMethodsTrialsStayWithinTheLimit) {
+  const auto options = DashOptions(0.01)
+                           .block_size(8)
+                           .start_step(1)
+                           .execution(Execution::Batched)
+                           .root(InverseRootOptions().method(RootMethod::Auto));
+  auto params = memory_model(options);
+  Dash unbounded(params, DashOptions(options).workspace_limit(0.0));
+  for (auto& p : params) p.mutable_grad() = at::randn_like(p);
+  unbounded.step();
+  const double limit = 0.25 * static_cast<double>(unbounded.diagnostics().workspace_bytes);
+  Dash optimizer(params, DashOptions(options).workspace_limit(limit));
+  for (auto& p : params) p.mutable_grad() = at::randn_like(p);
+  optimizer.step();  // the trials; their float64 reference is a one-off beside them
+  const auto after_trials = optimizer.diagnostics();
+  EXPECT_LE(after_trials.workspace_bytes - after_trials.unchunked_workspace_bytes, static_cast<int64_t>(limit));
+  expect_steps_within(optimizer, params, limit, 4, "after the trials");
 }
 
 TEST(WorkspaceLimit, DiagnosticsReportTheBudgetAndNoPeakUnlessProfiled) {
