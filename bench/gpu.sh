@@ -119,6 +119,12 @@ fi
 # out of the H200's 140 GB. GPU timings are steady enough to compare in sequence.
 bench=("$build/bench/dash-bench" step --device "$device" --preset llama-953m --layers 2 --block 1024 --tf32 1
   --interleave 0 --baseline 0)
+# Memory (docs/benchmarks.md, "Optimizer memory"): the default workspace limit (0.1 of
+# the state) against none, with the state, the workspace kept and each step's
+# measured peak (the caching allocator's reports) beside the time.
+stage step_memory 120 "${bench[@]}" --frequencies 10 --methods ndb,cn --scalings multi-pi --precisions fp32 \
+  --executions batched --workspace-limits 0.1,0 --warmup 11 --steps 10 --json "$logs/step_memory.json"
+show step_memory
 stage step_f1_matmul 120 "${bench[@]}" --frequencies 1 --methods cn,ndb --scalings fro,pi \
   --precisions fp32,fp16 --executions batched,sequential --warmup 2 --steps 3 --json "$logs/step_f1_matmul.json"
 show step_f1_matmul
