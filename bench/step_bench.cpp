@@ -397,17 +397,23 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
             for (const auto& preconditioning_name : arguments.list("preconditioning-precisions")) {
               const auto preconditioning = parse_matmul_precision(preconditioning_name);
               for (const double limit : arguments.reals("workspace-limits")) {
-                auto options = DashOptions(base)
-                                   .execution(execution)
-                                   .root(root_options)
-                                   .preconditioning_precision(preconditioning)
-                                   .workspace_limit(limit);
-                result.push_back(
-                    {to_string(execution) + " " + to_string(method) + variant_label + " " +
-                            (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " + to_string(precision) +
-                            (preconditioning == MatmulPrecision::FP32 ? "" : " pc " + to_string(preconditioning)) +
-                            workspace_label(limit),
-                        false, options});
+                for (const auto& state_name : arguments.list("state-precisions")) {
+                  const auto state = parse_matmul_precision(state_name);
+                  auto options = DashOptions(base)
+                                     .execution(execution)
+                                     .root(root_options)
+                                     .preconditioning_precision(preconditioning)
+                                     .workspace_limit(limit)
+                                     .root_precision(state)
+                                     .moment_precision(state);
+                  result.push_back(
+                      {to_string(execution) + " " + to_string(method) + variant_label + " " +
+                              (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " + to_string(precision) +
+                              (preconditioning == MatmulPrecision::FP32 ? "" : " pc " + to_string(preconditioning)) +
+                              workspace_label(limit) +
+                              (state == MatmulPrecision::FP32 ? "" : " roots+moments " + to_string(state)),
+                          false, options});
+                }
               }
             }
           }
@@ -457,7 +463,7 @@ int run_step_bench(const std::vector<std::string>& args) {
                 {"ndb-evaluations", "matmuls"}, {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)},
                 {"tf32", integer_option("0", 0, 1)}, {"newton-steps", integer_list_option("10", 1)},
                 {"preconditioning-precisions", "fp32"}, {"weight-decay", real_option("0", 0)},
-                {"workspace-limits", real_list_option("0.1", 0, 1e18)}});
+                {"workspace-limits", real_list_option("0.1", 0, 1e18)}, {"state-precisions", "fp32"}});
   const auto float32_matmuls = set_float32_matmul_mode(arguments.text("tf32") == "1");
   // Every configuration's names and options, before anything is measured.
   check_configurations(configurations(arguments, 1));

@@ -64,7 +64,10 @@ std::unique_ptr<torch::optim::Optimizer> make_dash(const TrainConfig& config, co
                            .adamw_eps(config.eps)
                            .execution(dash::parse_execution(config.execution))
                            .preconditioning_precision(dash::parse_matmul_precision(config.preconditioning_precision))
-                           .workspace_limit(config.workspace_limit);
+                           .workspace_limit(config.workspace_limit)
+                           .factor_precision(dash::parse_matmul_precision(config.factor_precision))
+                           .root_precision(dash::parse_matmul_precision(config.root_precision))
+                           .moment_precision(dash::parse_matmul_precision(config.moment_precision));
   return std::make_unique<dash::Dash>(params, options, std::move(distributed));
 }
 

@@ -94,6 +94,10 @@ const std::vector<Key>& keys() {
       {"workspace_limit", &TrainConfig::workspace_limit,
           "memory a step may use besides the optimizer state: a fraction of it in (0, 1), bytes from 1 on, 0: no limit",
           false},
+      {"factor_precision", &TrainConfig::factor_precision, "storage of the Shampoo factors L, R: fp32 or bf16", true},
+      {"root_precision", &TrainConfig::root_precision, "storage of their inverse roots: fp32 or bf16", true},
+      {"moment_precision", &TrainConfig::moment_precision,
+          "storage of the blocks' gradient EMA and grafting statistic: fp32 or bf16", true},
   };
   return table;
 }
@@ -214,6 +218,9 @@ void TrainConfig::check() const {
   check_name("ndb_polynomial", ndb_polynomial, dash::parse_newton_db_polynomial);
   check_name("ndb_evaluation", ndb_evaluation, dash::parse_newton_db_evaluation);
   check_name("preconditioning_precision", preconditioning_precision, dash::parse_matmul_precision);
+  check_name("factor_precision", factor_precision, dash::parse_matmul_precision);
+  check_name("root_precision", root_precision, dash::parse_matmul_precision);
+  check_name("moment_precision", moment_precision, dash::parse_matmul_precision);
   check_name("grafting", grafting, dash::parse_grafting_type);
   check_name("execution", execution, dash::parse_execution);
   // The remaining DASH ranges are checked by DashOptions itself when the optimizer is built.

@@ -80,6 +80,9 @@ struct TrainConfig {
   double auto_max_error = 0.5;                     ///< root_method auto
   double beta_factor = 0.95;
   double workspace_limit = dash::DashOptions().workspace_limit();  ///< fraction of the state, bytes, or 0: none
+  std::string factor_precision = "fp32";                           ///< storage of L, R: fp32 or bf16
+  std::string root_precision = "fp32";                             ///< storage of L̄, R̄
+  std::string moment_precision = "fp32";                           ///< storage of the blocks' M, A (and B_m)
 
   LlamaConfig model() const;
   /// out_dir/name: the run's logs and checkpoints.

@@ -108,6 +108,20 @@ struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions>
   /// preconditioning or write-back, and a root at most in its last bits
   /// (docs/python.md, "Memory").
   TORCH_ARG(double, workspace_limit) = 0.1;
+  /// Storage precision of the optimizer state (as Distributed Shampoo's
+  /// factor_matrix_dtype and inv_factor_matrix_dtype): the Shampoo factors L, R; their
+  /// inverse roots L̄, R̄; the blocks' moments (gradient EMA M, grafting statistic A,
+  /// momentum B_m). FP32, or BF16, which halves that part of the state: the arithmetic
+  /// stays float32 (each chunk's state is widened, updated, and rounded back to
+  /// bfloat16 with round-to-nearest), so the only change is one rounding per state
+  /// element per update. bfloat16 roots with a BF16 preconditioning_precision are the
+  /// products' operands themselves (no rounded copy). The 1-D parameters' AdamW moments
+  /// and the step counts stay float32. FP16 is refused (factors exceed its range). May
+  /// change between steps: the state is converted at the next step. Training losses
+  /// with each choice: docs/results.md, "16-bit optimizer state".
+  TORCH_ARG(MatmulPrecision, factor_precision) = MatmulPrecision::FP32;
+  TORCH_ARG(MatmulPrecision, root_precision) = MatmulPrecision::FP32;
+  TORCH_ARG(MatmulPrecision, moment_precision) = MatmulPrecision::FP32;
 
  public:
   void serialize(torch::serialize::InputArchive& archive) override;

@@ -138,6 +138,13 @@ void check_options(const DashOptions& o) {
   TORCH_CHECK(o.preconditioning_precision() != MatmulPrecision::FP16,
       "dash::Dash: preconditioning_precision fp16 is not supported (L̄ Ĝ R̄ can exceed float16's range of 65504); "
       "use bf16 or fp32");
+  auto check_state_precision = [](MatmulPrecision precision, const char* name) {
+    TORCH_CHECK(precision != MatmulPrecision::FP16, "dash::Dash: ", name,
+        " fp16 is not supported (factors, roots and statistics can exceed float16's range of 65504); use bf16 or fp32");
+  };
+  check_state_precision(o.factor_precision(), "factor_precision");
+  check_state_precision(o.root_precision(), "root_precision");
+  check_state_precision(o.moment_precision(), "moment_precision");
   TORCH_CHECK(o.workspace_limit() >= 0.0 && std::isfinite(o.workspace_limit()),
       "dash::Dash: workspace_limit must be finite and >= 0 (a fraction of the state in (0, 1), bytes from 1 on, 0 "
       "for no limit), got ",

@@ -10,6 +10,7 @@
 #include "optim/dash_options.h"
 #include "optim/distributor.h"
 #include "optim/grafting.h"
+#include "optim/state_precision.h"
 
 #include <dash/solver_cost.h>
 
@@ -28,14 +29,15 @@
 namespace dash::optim {
 namespace {
 
-// Zero moments of shape (n, rows, cols); t is kept per block ((n, 1, 1)) or, for
-// AdamW segments, per element.
-MomentState zero_moments(
-    const std::vector<int64_t>& shape, bool steps_per_block, const StepHyper& hyper, const at::TensorOptions& to) {
+// Zero moments of shape (n, rows, cols) in `dtype`; t is kept in float32, per block
+// ((n, 1, 1)) or, for AdamW segments, per element.
+MomentState zero_moments(const std::vector<int64_t>& shape, bool steps_per_block, const StepHyper& hyper,
+    const at::TensorOptions& to, at::ScalarType dtype = at::kFloat) {
   MomentState state;
-  state.grad_ema = at::zeros(shape, to);
-  if (grafting_for(hyper.grafting).keeps_statistic()) state.graft_stat = at::zeros(shape, to);
-  if (hyper.momentum > 0.0) state.momentum = at::zeros(shape, to);
+  const auto stored = to.dtype(dtype);
+  state.grad_ema = at::zeros(shape, stored);
+  if (grafting_for(hyper.grafting).keeps_statistic()) state.graft_stat = at::zeros(shape, stored);
+  if (hyper.momentum > 0.0) state.momentum = at::zeros(shape, stored);
   state.steps = steps_per_block ? at::zeros({shape[0], 1, 1}, to) : at::zeros(shape, to);
   return state;
 }
@@ -43,6 +45,18 @@ MomentState zero_moments(
 MomentState take(const MomentState& full, const Rows& rows) {
   auto part = [&](const at::Tensor& t) { return t.defined() ? rows.take(t) : t; };
   return {part(full.grad_ema), part(full.graft_stat), part(full.momentum), part(full.steps)};
+}
+
+// The moments as float32 for the step's arithmetic (state_precision.h).
+MomentState widened_moments(const MomentState& stored, linalg::Scratch& scratch) {
+  return {widened(stored.grad_ema, scratch), widened(stored.graft_stat, scratch), widened(stored.momentum, scratch),
+      stored.steps};
+}
+
+void store_rounded_moments(const MomentState& stored, const MomentState& computed) {
+  store_rounded(stored.grad_ema, computed.grad_ema);
+  store_rounded(stored.graft_stat, computed.graft_stat);
+  store_rounded(stored.momentum, computed.momentum);
 }
 
 void put(MomentState& full, const MomentState& part, const Rows& rows) {
@@ -210,14 +224,18 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
   for (const auto& stack : plan_.gradient_stacks) {
     const auto& options = options_of(groups[stack.group]);
     GradientStackState state;
-    state.moments = zero_moments({stack.count(), stack.rows, stack.cols}, true, step_hyper(options), to);
+    state.moments = zero_moments({stack.count(), stack.rows, stack.cols}, true, step_hyper(options), to,
+        state_dtype(options.moment_precision()));
     state.steps.assign(stack.count(), 0);
     stacks_.push_back(std::move(state));
   }
   for (const auto& stack : plan_.factor_stacks) {
-    auto identity = at::eye(stack.size, to).expand({stack.count, stack.size, stack.size});
-    factors_.push_back({at::zeros({stack.count, stack.size, stack.size}, to), identity.contiguous(),
-        at::zeros({}, to.dtype(at::kLong))});
+    const auto& options = options_of(groups[stack.group]);
+    // (CPU eye has no bfloat16 kernel in LibTorch 1.13: float32's, converted.)
+    auto identity = at::eye(stack.size, to).to(state_dtype(options.root_precision()));
+    factors_.push_back(
+        {at::zeros({stack.count, stack.size, stack.size}, to.dtype(state_dtype(options.factor_precision()))),
+            identity.expand({stack.count, stack.size, stack.size}).contiguous(), at::zeros({}, to.dtype(at::kLong))});
   }
   int64_t adamw_numel = 0;
   for (const auto& segment : plan_.adamw_segments) {
@@ -440,7 +458,9 @@ void Engine::update_factors(StepContext& context, size_t s, const Rows& rows) {
   auto side = [&](int64_t factor_stack, int64_t offset, bool left) {
     auto segment = factors_[factor_stack].factors.narrow(0, offset, stack.count());
     auto part = rows.take(segment);
-    accumulate_factor(part, grad, left, beta);
+    auto computed = widened(part, block_scratch_);
+    accumulate_factor(computed, grad, left, beta);
+    store_rounded(part, computed);
     rows.put(segment, part);
   };
   side(stack.left_stack, stack.left_offset, true);
@@ -474,7 +494,7 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
   }
   const bool warm_eigen = root_options.method() == RootMethod::EVD && root_options.eigen().refresh_tolerance() > 0.0;
   if (warm_eigen && !state.basis.vectors.defined()) {
-    state.basis.vectors = at::zeros_like(state.factors);
+    state.basis.vectors = at::zeros(state.factors.sizes(), state.factors.options().dtype(at::kFloat));
     state.basis.valid = at::zeros({stack.count}, state.factors.options().dtype(at::kBool));
     state.refresh_counts = at::zeros({3}, state.factors.options().dtype(at::kLong));
   }
@@ -483,7 +503,7 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     state.factor_resets = at::zeros({}, state.failures.options());
   }
   auto refresh = [&](const Rows& rows, const at::Tensor& due_mask) {
-    auto part_factors = rows.take(state.factors);
+    auto part_factors = rows.take(state.factors);  // a view: the rows are a range
     auto part_roots = rows.take(state.roots);
     auto part_failures = rows.take(state.consecutive_failures);
     at::Tensor part_vectors, part_valid;
@@ -495,8 +515,11 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     }
     at::Tensor fresh;
     try {
-      fresh = warm_eigen ? inverse_root(part_factors, stack.root, root_options, root_workspace_, basis)
-                         : inverse_root(part_factors, stack.root, root_options, root_workspace_);
+      // bfloat16 factors are widened into a blocks' buffer (free in this phase;
+      // factors_per_chunk counts it in the roots' share).
+      const auto factors = widened(part_factors, block_scratch_);
+      fresh = warm_eigen ? inverse_root(factors, stack.root, root_options, root_workspace_, basis)
+                         : inverse_root(factors, stack.root, root_options, root_workspace_);
     } catch (const c10::Error& error) {
       TORCH_WARN("dash::Dash: inverse root of a ", stack.size, "×", stack.size,
           " factor stack failed; keeping the previous roots: ", error.what_without_backtrace());
@@ -513,7 +536,7 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     auto failed = due_mask.defined() ? (due_mask & ~ok) : ~ok;
     state.failures.add_(failed.sum());
     part_failures.add_(failed).masked_fill_(ok, 0);
-    linalg::copy_matrices_where(part_roots, ok, fresh);
+    linalg::copy_matrices_where(part_roots, ok, fresh.to(part_roots.scalar_type()));
     // A factor that overflowed would fail every root after it (an EMA keeps the
     // Inf): it restarts from zero, as a new block's, and keeps its last good root.
     // So does one about to overflow (plain sums grow without bound): above
@@ -634,7 +657,8 @@ void Engine::calibrate_root_execution(size_t k, const InverseRootOptions& root_o
   at::Tensor root;
   for (auto i : sample) {
     try {
-      root = inverse_root(state.factors.narrow(0, i, 1), stack.root, root_options, root_workspace_);
+      root = inverse_root(
+          widened(state.factors.narrow(0, i, 1), block_scratch_), stack.root, root_options, root_workspace_);
     } catch (const c10::Error&) {
       // Counted (and warned about) by the batched computation already.
     }
@@ -667,13 +691,15 @@ void Engine::choose_root_method_for(
   if (context.budget.bounded()) {
     const auto one = choose_root_method_workspace_bytes(1, stack.size, root_options, device);
     const auto two = choose_root_method_workspace_bytes(2, stack.size, root_options, device);
-    const auto copy = 4 * stack.size * stack.size;  // the due factors, gathered
+    // The due factors, gathered, and widened where they are bfloat16.
+    const auto copy = (state.factors.scalar_type() == at::kFloat ? 4 : 6) * stack.size * stack.size;
     rows.resize(static_cast<size_t>(
         items_per_chunk(static_cast<int64_t>(rows.size()), two - one + copy, 2 * one - two, context.budget.roots())));
   }
   auto due_factors = static_cast<int64_t>(rows.size()) == stack.count
                          ? state.factors
                          : state.factors.index_select(0, at::tensor(rows, at::kLong).to(device));
+  due_factors = widened(due_factors, block_scratch_);
   try {
     InverseRootWorkspace trial_workspace;
     auto choice = choose_root_method(
@@ -692,23 +718,26 @@ void Engine::choose_root_method_for(
 
 // The roots of `rows` (blocks of a gradient stack whose factors are count factors
 // of stack k from `offset`) as operands of the preconditioning products in
-// `precision`: the roots themselves in FP32. In 16 bits, without a workspace limit,
-// from a rounded copy of the whole stack made once per root computation (not once
-// per step); within one, rounded into the chunk's buffers at every step.
+// `precision`: the stored roots themselves where their dtype is the operands'
+// (float32 roots in FP32, bfloat16 roots in BF16). Else float32 roots are rounded
+// to 16 bits (without a workspace limit into a copy of the whole stack made once
+// per root computation, not once per step; within one into the chunk's buffers at
+// every step), and bfloat16 roots widened into the chunk's buffers.
 at::Tensor Engine::preconditioning_roots(
     const StepContext& context, size_t k, int64_t offset, int64_t count, const Rows& rows, MatmulPrecision precision) {
   auto& state = factors_[k];
-  const bool rounded_copy = precision != MatmulPrecision::FP32 && !context.budget.bounded();
+  // (BF16 is the one 16-bit preconditioning precision: check_options refuses FP16.)
+  const auto operand_dtype = linalg::operand_dtype(precision, at::kFloat);
+  const bool rounded_copy =
+      operand_dtype != at::kFloat && operand_dtype != state.roots.scalar_type() && !context.budget.bounded();
   if (!rounded_copy) {
-    state.root_operands = at::Tensor();  // float32 or a limit now: no copy kept
+    state.root_operands = at::Tensor();  // no copy needed now
     state.root_operands_current = false;
   }
-  if (precision == MatmulPrecision::FP32) return rows.take(state.roots.narrow(0, offset, count));
-  // (BF16 is the one 16-bit preconditioning precision: check_options refuses FP16.)
-  const auto operand_dtype = linalg::operand_dtype(precision, state.roots.scalar_type());
   if (!rounded_copy) {
     const auto roots = rows.take(state.roots.narrow(0, offset, count));
-    return block_scratch_.empty(roots.sizes(), roots.options().dtype(operand_dtype)).copy_(roots);
+    if (roots.scalar_type() == operand_dtype) return roots;
+    return converted(roots, operand_dtype, block_scratch_);
   }
   if (!state.root_operands.defined()) {
     state.root_operands = at::empty_like(state.roots, state.roots.options().dtype(operand_dtype));
@@ -742,7 +771,8 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
     grad_correction = bias_correction(hyper.beta_grad, state.moments.steps, hyper.bias_correction);
     stat_correction = bias_correction(hyper.beta_graft, state.moments.steps, hyper.bias_correction);
   }
-  auto moments = take(state.moments, rows);
+  const auto stored = take(state.moments, rows);
+  auto moments = widened_moments(stored, block_scratch_);
   moments.grad_correction = rows.take(grad_correction);
   moments.stat_correction = rows.take(stat_correction);
   {
@@ -774,7 +804,8 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
                       : at::where(bool_mask(started, grad.device()).view({-1, 1, 1}), preconditioned, work.graft);
     }
     direction = apply_momentum(direction, moments, hyper);
-    put(state.moments, moments, rows);
+    store_rounded_moments(stored, moments);
+    put(state.moments, stored, rows);
     if (!lr_in_direction) direction.mul_(options.lr());
   }
   distributor_->write_blocks(*context.write, s, rows.blocks(), direction, profile_);
@@ -862,21 +893,31 @@ void Engine::count_active_blocks(StepContext& context) {
 }
 
 // Bytes a chunk of gradient stack s holds per block in the step's factor update
-// and direction, whichever is more: the gathered gradient, Ĝ and P_g, in 16-bit
-// preconditioning two rounded operands and the rounded roots, the direction of
-// blocks not yet past t_start beside the others' (at::where), and where only some
-// blocks take a step (a scattered subset, taken by copies) their moments and their
-// factors or roots.
+// and direction, whichever is more: the gathered gradient, Ĝ and P_g; in 16-bit
+// preconditioning two rounded operands; the chunk's roots as operands where the
+// stored ones are not (rounded to 16 bits, or bfloat16 roots widened); bfloat16
+// moments and factors widened; the direction of blocks not yet past t_start beside
+// the others' (at::where); and where only some blocks take a step (a scattered
+// subset, taken by copies) their moments and their factors or roots.
 int64_t Engine::chunk_bytes_per_block(const StepContext& context, size_t s) const {
   const auto& stack = plan_.gradient_stacks[s];
   const auto& options = context.options(stack.group);
   const int64_t block = 4 * stack.rows * stack.cols;
   const int64_t factors = 4 * (stack.rows * stack.rows + (stack.one_sided ? 0 : stack.cols * stack.cols));
+  const auto precision = options.preconditioning_precision();
+  const auto operand_dtype = linalg::operand_dtype(precision, at::kFloat);
   int64_t direction = 3 * block;
-  // Two 16-bit operands, and the chunk's roots rounded to 16 bits.
-  if (options.preconditioning_precision() != MatmulPrecision::FP32) direction += block + factors / 2;
+  if (precision != MatmulPrecision::FP32) direction += block;
+  if (operand_dtype != state_dtype(options.root_precision())) {
+    direction += factors * static_cast<int64_t>(c10::elementSize(operand_dtype)) / 4;
+  }
+  if (options.moment_precision() != MatmulPrecision::FP32) {
+    const auto& moments = stacks_[s].moments;
+    direction += block * (1 + (moments.graft_stat.defined() ? 1 : 0) + (moments.momentum.defined() ? 1 : 0));
+  }
   if (context.mixed_start[s]) direction += block;
   int64_t factor_update = block;
+  if (options.factor_precision() != MatmulPrecision::FP32) factor_update += factors;
   if (!context.stack_complete[s]) {
     direction += 3 * block + factors;
     factor_update += factors;
@@ -928,7 +969,13 @@ int64_t Engine::factors_per_chunk(
   const auto device = factors_[k].factors.device();
   const auto one = inverse_root_workspace_bytes(1, stack.size, root_options, device, warm_basis);
   const auto two = inverse_root_workspace_bytes(2, stack.size, root_options, device, warm_basis);
-  const auto chunk = items_per_chunk(stack.count, two - one, 2 * one - two, context.budget.roots());
+  // bfloat16 state: the factors widened to float32, the new roots rounded.
+  const auto& state = factors_[k];
+  const int64_t matrix = stack.size * stack.size;
+  const int64_t widened_factors = state.factors.scalar_type() == at::kFloat ? 0 : 4 * matrix;
+  const int64_t rounded_roots = state.roots.scalar_type() == at::kFloat ? 0 : 2 * matrix;
+  const auto chunk =
+      items_per_chunk(stack.count, two - one + widened_factors + rounded_roots, 2 * one - two, context.budget.roots());
   const auto workers = linalg::stack_lapack_plan(stack.count, device).workers;
   return chunk < stack.count && chunk > workers ? chunk - chunk % workers : chunk;
 }
@@ -952,10 +999,37 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
   step_peak_bytes_ = measure.peak_bytes();
 }
 
+// The state in the groups' factor_precision, root_precision and moment_precision:
+// converted where an option changed since the last step.
+void Engine::convert_state_precision(const StepContext& context) {
+  for (size_t s = 0; s < stacks_.size(); ++s) {
+    const auto dtype = state_dtype(context.options(plan_.gradient_stacks[s].group).moment_precision());
+    auto& moments = stacks_[s].moments;
+    for (auto* moment : {&moments.grad_ema, &moments.graft_stat, &moments.momentum}) convert_state(*moment, dtype);
+  }
+  for (size_t k = 0; k < factors_.size(); ++k) {
+    const auto& options = context.options(plan_.factor_stacks[k].group);
+    auto& state = factors_[k];
+    if (options.factor_precision() == MatmulPrecision::BF16) {
+      TORCH_WARN_ONCE(
+          "dash::Dash: factor_precision bf16 keeps 8 significant bits of the factors, which loses their small "
+          "eigenvalues: in dash-train's comparison training ended 0.06 (EVD) to 0.62 (NewtonDB, most of whose roots "
+          "failed) nats/byte worse than with fp32 factors (docs/results.md, \"16-bit optimizer state\"); bf16 roots "
+          "and moments trained as fp32 state");
+    }
+    convert_state(state.factors, state_dtype(options.factor_precision()));
+    if (convert_state(state.roots, state_dtype(options.root_precision()))) {
+      state.root_operands = at::Tensor();
+      state.root_operands_current = false;
+    }
+  }
+}
+
 void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
   StepContext context;
   context.groups = &groups;
   if (params_.empty()) return;
+  convert_state_precision(context);
   context.budget = step_budget(groups);
   // The scratches only grow: buffers made for no limit or a larger one go.
   if (context.budget.bounded() && (workspace_limit_bytes_ == 0 || context.budget.limit < workspace_limit_bytes_)) {

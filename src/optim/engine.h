@@ -51,7 +51,7 @@ class Rows {
 };
 
 struct GradientStackState {
-  MomentState moments;
+  MomentState moments;         ///< in moment_precision, but for the float32 step counts
   std::vector<int64_t> steps;  ///< host copy of each block's t (for scheduling)
   /// Without a workspace limit, the step's gradient of every block, gathered once
   /// and kept from the factor updates to the directions, (count, rows, cols); not
@@ -61,8 +61,8 @@ struct GradientStackState {
 };
 
 struct FactorStackState {
-  at::Tensor factors;   ///< (N, b, b)
-  at::Tensor roots;     ///< (N, b, b); identity until a root is first computed
+  at::Tensor factors;   ///< (N, b, b), in factor_precision
+  at::Tensor roots;     ///< (N, b, b) in root_precision; identity until a root is first computed
   at::Tensor failures;  ///< () int64: roots kept because the new one failed
   /// Allocated at the stack's first root computation: (N,) int64, the root
   /// computations each factor has failed in a row; () int64, factors reset to zero
@@ -83,7 +83,7 @@ struct FactorStackState {
   /// it was made from (not saved: empty after a checkpoint is loaded).
   RootMethod root_method = RootMethod::Auto;
   std::vector<RootMethodTrial> root_method_trials{};
-  /// Without a workspace limit, the roots rounded to a 16-bit
+  /// Without a workspace limit, float32 roots rounded to a 16-bit
   /// preconditioning_precision, made by the first step that needs them after the
   /// roots changed (not state, not saved).
   at::Tensor root_operands{};
@@ -164,6 +164,7 @@ class Engine {
 
   void run_step(const std::vector<torch::optim::OptimizerParamGroup>& groups);
   WorkspaceBudget step_budget(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
+  void convert_state_precision(const StepContext& context);
   bool collect_gradients(StepContext& context);
   void gather_gradients(const StepContext& context);
   bool gradients_usable(StepContext& context);

@@ -25,7 +25,9 @@
   COMPOSITE(adamw_betas, DashOptions::betas_t)                                         \
   FIELD(adamw_eps, double) FIELD(execution, Execution)                                 \
   FIELD(non_finite_gradients, NonFiniteGradients) FIELD(max_consecutive_root_failures, int64_t) \
-  FIELD(preconditioning_precision, MatmulPrecision) FIELD(workspace_limit, double)
+  FIELD(preconditioning_precision, MatmulPrecision) FIELD(workspace_limit, double)     \
+  FIELD(factor_precision, MatmulPrecision) FIELD(root_precision, MatmulPrecision)      \
+  FIELD(moment_precision, MatmulPrecision)
 #define DASH_SKIP_COMPOSITE(name, type)
 /// The scalar and enum fields: FIELD(name, type).
 #define DASH_OPTION_FIELDS(FIELD) DASH_OPTION_LAYOUT(FIELD, DASH_SKIP_COMPOSITE)

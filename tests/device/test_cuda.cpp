@@ -56,6 +56,7 @@ struct StepCase {
   InverseRootOptions root;
   double tolerance;
   MatmulPrecision preconditioning = MatmulPrecision::FP32;
+  MatmulPrecision state = MatmulPrecision::FP32;  ///< factor_, root_ and moment_precision
 };
 
 // Test names show the case's name, not its bytes.
@@ -88,7 +89,10 @@ TEST_P(CudaSteps, MatchTheCpu) {
                      .start_step(2)
                      .root_frequency(2)
                      .root(test_case.root)
-                     .preconditioning_precision(test_case.preconditioning);
+                     .preconditioning_precision(test_case.preconditioning)
+                     .factor_precision(test_case.state)
+                     .root_precision(test_case.state)
+                     .moment_precision(test_case.state);
   Dash cpu_optimizer(cpu, options);
   Dash cuda_optimizer(cuda, options);
   for (int t = 0; t < 6; ++t) testing::step_twins(cpu, cpu_optimizer, cuda, cuda_optimizer, generator);
@@ -142,6 +146,8 @@ INSTANTIATE_TEST_SUITE_P(RootConfigurations, CudaSteps,
             "ndb_bf16", dash::testing::solver_options(RootMethod::NewtonDB).precision(MatmulPrecision::BF16), 5e-2},
         StepCase{
             "cn_fp16", dash::testing::solver_options(RootMethod::CoupledNewton).precision(MatmulPrecision::FP16), 5e-2},
+        StepCase{"ndb_bf16_state", dash::testing::solver_options(RootMethod::NewtonDB), 3e-2, MatmulPrecision::FP32,
+            MatmulPrecision::BF16},
         StepCase{"auto", dash::testing::solver_options(RootMethod::Auto), 0.2}),
     [](const ::testing::TestParamInfo<StepCase>& info) { return info.param.name; });
 

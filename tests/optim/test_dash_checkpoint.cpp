@@ -159,6 +159,15 @@ TEST(DashCheckpoint, ResumeWithBFloat16PreconditioningIsBitIdentical) {
   expect_resume_is_bit_identical(options().preconditioning_precision(MatmulPrecision::BF16), "bf16_preconditioning");
 }
 
+// bfloat16 state is saved as it is stored, and resumes bit for bit.
+TEST(DashCheckpoint, ResumeWithBFloat16StateIsBitIdentical) {
+  expect_resume_is_bit_identical(options()
+                                     .factor_precision(MatmulPrecision::BF16)
+                                     .root_precision(MatmulPrecision::BF16)
+                                     .moment_precision(MatmulPrecision::BF16),
+      "bf16_state");
+}
+
 // Steps a model, fails to load `path` into its optimizer, steps on: the parameters
 // must equal those of a twin that never tried to load.
 void expect_failed_load_changes_nothing(

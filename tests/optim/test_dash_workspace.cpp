@@ -133,6 +133,15 @@ std::vector<Variant> variants() {
   result.push_back({"bf16 roots",
       DashOptions(bf16).root(testing::solver_options(RootMethod::CoupledNewton).precision(MatmulPrecision::BF16))});
   result.push_back({"bf16 preconditioning", DashOptions(bf16).preconditioning_precision(MatmulPrecision::BF16)});
+  const auto bf16_state = [](const DashOptions& o) {
+    return DashOptions(o)
+        .factor_precision(MatmulPrecision::BF16)
+        .root_precision(MatmulPrecision::BF16)
+        .moment_precision(MatmulPrecision::BF16);
+  };
+  result.push_back({"bf16 state", bf16_state(base)});
+  result.push_back(
+      {"bf16 state and preconditioning", bf16_state(bf16).preconditioning_precision(MatmulPrecision::BF16)});
   result.push_back({"1-d shampoo, no momentum, sgd grafting",
       DashOptions(base).one_dimensional(OneDimensional::Shampoo1D).momentum(0.0).grafting(GraftingType::SGD)});
   result.push_back({"sequential", DashOptions(base).execution(Execution::Sequential)});

@@ -602,3 +602,29 @@ def test_workspace_limit_as_a_fraction_has_a_floor_and_the_peak_is_measured_on_r
     assert report["step_peak_bytes"] > 0
     with pytest.raises(ValueError, match="workspace_limit"):
         dash.Dash(make_params(), workspace_limit=-1)
+
+
+def test_bf16_roots_and_moments_shrink_the_state_and_train_close_to_float32_state():
+    # The keywords reach the C++ options; the state and the moves are the C++
+    # optimizer's (tests/optim/test_dash_state_precision.cpp checks the arithmetic
+    # and the exact bytes). bfloat16 roots and moments: the combination that trains
+    # as float32 state (docs/results.md, "16-bit optimizer state").
+    moves, state = {}, {}
+    for precision in ("fp32", "bf16"):
+        params = make_params()
+        start = flat(params)
+        keywords = dict(root_precision=precision, moment_precision=precision)
+        optimizer = dash.Dash(params, lr=0.01, **OPTIONS, **keywords)
+        assert all(optimizer.param_groups[0][key] == precision for key in keywords)
+        assert optimizer.param_groups[0]["factor_precision"] == "fp32"
+        for gradients in fixed_gradients(params, 6):
+            apply_step(optimizer, params, gradients)
+        moves[precision] = flat(params) - start
+        state[precision] = optimizer.diagnostics()["state_bytes"]
+    # Factors stay float32: about 2/3 of the state is left.
+    assert 0.6 * state["fp32"] < state["bf16"] < 0.75 * state["fp32"]
+    relative = ((moves["bf16"] - moves["fp32"]).norm() / moves["fp32"].norm()).item()
+    assert 0 < relative < 0.01
+    with pytest.raises(ValueError, match="factor_precision fp16 is not supported"):
+        dash.Dash(make_params(), factor_precision="fp16")
+
