@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -96,6 +97,11 @@ struct DashDiagnostics {
   int64_t overflow_skipped_steps = 0;
 };
 
+/// Threads: step(), step_with_options(), save(), load(), add_param_group(),
+/// diagnostics() and the byte counts of one Dash take a lock, so a step is atomic:
+/// several threads stepping one optimizer take turns (as under Python's GIL with
+/// torch.optim), none sees a half-updated state. Editing param groups while another
+/// thread steps is not covered (the step reads the options when it begins).
 class Dash : public torch::optim::Optimizer {
  public:
   explicit Dash(std::vector<torch::optim::OptimizerParamGroup> param_groups, DashOptions defaults = {});
@@ -116,6 +122,11 @@ class Dash : public torch::optim::Optimizer {
   /// diagnostics().overflow_skipped_steps: the state never holds an overflowed
   /// statistic, so training goes on from the next ordinary gradient.
   at::Tensor step(LossClosure closure = nullptr) override;
+  /// One step with `group_options` as the param groups' options (one per group,
+  /// checked first), swapped in under the step's lock; a step that raises leaves the
+  /// previous options in place. For bindings that keep the options apart from the
+  /// groups (the Python package).
+  void step_with_options(std::vector<DashOptions> group_options);
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
 
@@ -158,10 +169,14 @@ class Dash : public torch::optim::Optimizer {
  private:
   /// A fresh state for the param groups as they are (only before the first step).
   void rebuild_engine();
+  /// step() after the closure, with the lock held.
+  void step_locked();
 
   class Impl;  // the state and the step (src/optim/), not part of the API
   std::unique_ptr<Impl> impl_;
   std::shared_ptr<const DistributedContext> distributed_;
+  /// Taken by every call that reads or changes the state (held by pointer: a Dash stays movable).
+  std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
 };
 
 }  // namespace dash

@@ -63,6 +63,7 @@ Dash::Dash(std::vector<at::Tensor> params, DashOptions defaults, std::shared_ptr
 Dash::~Dash() = default;
 
 void Dash::add_param_group(const torch::optim::OptimizerParamGroup& param_group) {
+  const std::lock_guard<std::mutex> lock(*mutex_);
   TORCH_CHECK(impl_->steps_taken() == 0,
       "dash::Dash: add_param_group after the first step is not supported; add every parameter group before stepping");
   Optimizer::add_param_group(param_group);
@@ -93,6 +94,35 @@ at::Tensor Dash::step(LossClosure closure) {
     at::AutoGradMode enable_grad(true);
     loss = closure();
   }
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  step_locked();
+  return loss;
+}
+
+void Dash::step_with_options(std::vector<DashOptions> group_options) {
+  const c10::InferenceMode buffers_are_not_inference(false);
+  at::NoGradGuard no_grad;
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  TORCH_CHECK(group_options.size() == param_groups_.size(), "dash::Dash: ", group_options.size(), " option sets for ",
+      param_groups_.size(), " param groups");
+  for (const auto& options : group_options) optim::check_options(options);
+  auto swap_all = [&] {
+    for (size_t g = 0; g < param_groups_.size(); ++g) {
+      std::swap(static_cast<DashOptions&>(param_groups_[g].options()), group_options[g]);
+    }
+  };
+  swap_all();
+  try {
+    step_locked();
+  } catch (...) {
+    // A refused step (a state-layout edit, a non-finite gradient) leaves the options
+    // as they were, so that the optimizer still saves and loads consistently.
+    swap_all();
+    throw;
+  }
+}
+
+void Dash::step_locked() {
   // Every step: setters and param-group edits get the construction's checks.
   for (const auto& group : param_groups_) optim::check_options(optim::options_of(group));
   const bool same_params = impl_->matches(param_groups_);
@@ -105,10 +135,12 @@ at::Tensor Dash::step(LossClosure closure) {
   }
   impl_->check_layout(param_groups_);
   impl_->step(param_groups_);
-  return loss;
 }
 
-DashDiagnostics Dash::diagnostics() const { return impl_->diagnostics(param_groups_); }
+DashDiagnostics Dash::diagnostics() const {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  return impl_->diagnostics(param_groups_);
+}
 
 void Dash::profile_phases(bool enabled) { impl_->profile().enable(enabled); }
 
@@ -116,11 +148,18 @@ std::map<std::string, double> Dash::phase_times_ms() const { return impl_->profi
 
 void Dash::profile_memory(bool enabled) { impl_->profile_memory(enabled); }
 
-int64_t Dash::state_bytes() const { return impl_->state_bytes(); }
+int64_t Dash::state_bytes() const {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  return impl_->state_bytes();
+}
 
-int64_t Dash::communicated_bytes_per_step() const { return impl_->communicated_bytes_per_step(); }
+int64_t Dash::communicated_bytes_per_step() const {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  return impl_->communicated_bytes_per_step();
+}
 
 void Dash::save(torch::serialize::OutputArchive& archive) const {
+  const std::lock_guard<std::mutex> lock(*mutex_);
   archive.write("dash.format", c10::IValue(kCheckpointFormat));
   archive.write("dash.world_size", c10::IValue(distributed_ ? distributed_->world_size() : int64_t{1}));
   archive.write("dash.groups", c10::IValue(static_cast<int64_t>(param_groups_.size())));
@@ -135,6 +174,7 @@ void Dash::save(torch::serialize::OutputArchive& archive) const {
 // Everything is read into a fresh engine and fresh options first; the optimizer
 // is changed only after the whole checkpoint has been read and checked.
 void Dash::load(torch::serialize::InputArchive& archive) {
+  const std::lock_guard<std::mutex> lock(*mutex_);
   auto read_value = [&](const std::string& key) {
     c10::IValue value;
     archive.read(key, value);

@@ -54,7 +54,13 @@ std::shared_ptr<const DistributedContext> distributed_context(
 }
 
 py::dict diagnostics_dict(const Dash& optimizer) {
-  const auto diagnostics = optimizer.diagnostics();
+  DashDiagnostics diagnostics;
+  int64_t communicated = 0;
+  {
+    py::gil_scoped_release release;
+    diagnostics = optimizer.diagnostics();
+    communicated = optimizer.communicated_bytes_per_step();
+  }
   py::list factor_stacks;
   for (const auto& stack : diagnostics.factor_stacks) {
     py::dict entry;
@@ -94,15 +100,18 @@ py::dict diagnostics_dict(const Dash& optimizer) {
   result["unchunked_workspace_bytes"] = diagnostics.unchunked_workspace_bytes;
   result["workspace_limit_bytes"] = diagnostics.workspace_limit_bytes;
   result["step_peak_bytes"] = diagnostics.step_peak_bytes;
-  result["communicated_bytes_per_step"] = optimizer.communicated_bytes_per_step();
+  result["communicated_bytes_per_step"] = communicated;
   return result;
 }
 
 py::bytes save_to_bytes(const Dash& optimizer) {
-  torch::serialize::OutputArchive archive;
-  optimizer.save(archive);
   std::ostringstream stream;
-  archive.save_to(stream);
+  {
+    py::gil_scoped_release release;
+    torch::serialize::OutputArchive archive;
+    optimizer.save(archive);
+    archive.save_to(stream);
+  }
   return py::bytes(stream.str());
 }
 
@@ -111,28 +120,28 @@ void load_from_bytes(Dash& optimizer, const py::bytes& data) {
   torch::serialize::InputArchive archive;
   as_value_error([&] { archive.load_from(bytes.data(), bytes.size()); },
       "dash.Dash: the state dict's optimizer state is not a dash checkpoint: ");
+  py::gil_scoped_release release;
   optimizer.load(archive);
 }
 
+// The optimizer's calls take its lock (<dash/optimizer.h>); they wait for it
+// without the GIL, so that the thread holding it can finish its step.
 void step(Dash& optimizer, const py::list& group_options) {
-  auto& groups = optimizer.param_groups();
+  const auto& groups = optimizer.param_groups();
   TORCH_CHECK_VALUE(py::len(group_options) == groups.size(), "dash.Dash: ", py::len(group_options),
       " option dicts for ", groups.size(), " param groups");
-  // All groups are converted (and checked) before any is changed.
+  // All groups are converted (and checked) before any is changed; the swap itself
+  // happens under the step's lock (step_with_options).
   std::vector<DashOptions> options;
   for (size_t g = 0; g < groups.size(); ++g) {
     options.push_back(dash_options_from(group_options[g].cast<py::dict>(), /*ignore_unknown=*/true,
         static_cast<const DashOptions&>(groups[g].options())));
   }
-  // A refused step (a state-layout edit, a non-finite gradient) leaves the options
-  // as they were, so that the optimizer still saves and loads consistently.
-  for (size_t g = 0; g < groups.size(); ++g) std::swap(static_cast<DashOptions&>(groups[g].options()), options[g]);
   torch::PyWarningHandler warnings_to_python;  // TORCH_WARN (a skipped step) as a Python warning
   try {
     py::gil_scoped_release release;
-    optimizer.step();
+    optimizer.step_with_options(std::move(options));
   } catch (...) {
-    for (size_t g = 0; g < groups.size(); ++g) std::swap(static_cast<DashOptions&>(groups[g].options()), options[g]);
     warnings_to_python.set_in_exception();  // the error wins over buffered warnings
     throw;
   }
@@ -154,7 +163,9 @@ void bind_optimizer(py::module_& module) {
           py::arg("communication_dtype") = "fp32")
       .def("add_param_group",
           [](Dash& optimizer, std::vector<at::Tensor> params, const py::dict& options) {
-            optimizer.add_param_group(param_group(std::move(params), options));
+            auto group = param_group(std::move(params), options);
+            py::gil_scoped_release release;
+            optimizer.add_param_group(group);
           })
       .def("step", &step, py::arg("group_options"))
       .def("group_options",
