@@ -86,8 +86,10 @@ at::Tensor inverse_root(const at::Tensor& matrices, int64_t p, const InverseRoot
 /// Per-matrix quality figures, computed on the device (no host sync).
 struct InverseRootResult {
   at::Tensor root;  ///< same as inverse_root()
-  /// ‖X^p (A + εI) − I‖_F / √b (ε with its relative part), shape (N,) (or () for 2-D
-  /// input); EVD's is ‖X^p A − I‖_F / √b (its ε acts on the eigenvalues).
+  /// ‖X^p (A + ε_eff I) − I‖_F / √b with ε_eff = max(ε, ε_rel·λ_max), the matrix the
+  /// root was asked for (InverseRootOptions::relative_epsilon), for every method,
+  /// also where ε acts on eigenvalues (EVD, NewtonDB by eigh); shape (N,) (or () for
+  /// 2-D input).
   at::Tensor residual;
   at::Tensor finite;  ///< bool, shape (N,) (or ()): every entry of the root is finite
 };

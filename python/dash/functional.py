@@ -9,7 +9,7 @@ from . import _C
 
 class InverseRootResult(NamedTuple):
     root: torch.Tensor  #: (A + εI)^(-1/p), float32 (float64 for float64 input)
-    residual: torch.Tensor  #: ‖X^p (A + εI) − I‖_F / √b per matrix, shape (N,) or ()
+    residual: torch.Tensor  #: ‖X^p (A + ε_eff I) − I‖_F / √b, ε_eff = max(ε, ε_rel·λ_max), shape (N,) or ()
     finite: torch.Tensor  #: bool per matrix: every entry of the root is finite
 
 

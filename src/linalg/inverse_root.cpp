@@ -40,8 +40,8 @@ at::ScalarType work_type(const at::Tensor& matrices) {
 
 struct Solution {
   at::Tensor root;             // (N, b, b), in input units
-  at::Tensor normalized;       // Â = (A + εI)/s; for EVD A/s (ε is applied to the eigenvalues);
-                               // without the relative ridge where eigenvalues carry it (EVD, NewtonDB by eigh)
+  at::Tensor normalized;       // kept: Â = (A + ε_eff I)/s, ε_eff = max(ε, ε_rel·λ_max), the matrix
+                               // whose root was asked for (without the 16-bit floor)
   at::Tensor normalized_root;  // Â^{-1/p} (the root itself when not kept)
 };
 
@@ -86,8 +86,12 @@ at::Tensor eigen_regularisation(const at::Tensor& epsilon, const at::Tensor& val
 // Â^{-1/p} by the chosen method. NewtonDB reuses its input's buffer once it has
 // read it, so it gets a copy when the caller still needs Â afterwards (the
 // diagnostics measure the root against Â as asked for, without the 16-bit floor).
+// The methods that regularise eigenvalues rather than `normalized` (EVD: all of
+// ε_eff/s; NewtonDB by eigh: the relative part beyond ε/s) set `eigen_ridge`
+// (N, 1, 1) to what they added, so that the diagnostics can add it to Â.
 at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int64_t p,
-    const InverseRootOptions& options, bool keep_normalized, Eigenbasis* basis, linalg::Scratch& scratch) {
+    const InverseRootOptions& options, bool keep_normalized, Eigenbasis* basis, linalg::Scratch& scratch,
+    at::Tensor& eigen_ridge) {
   switch (options.method()) {
     case RootMethod::EVD: {
       at::Tensor values;
@@ -105,8 +109,8 @@ at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int
         values = linalg::batched_eigh(normalized, vectors);
         scaled = vectors;
       }
-      return linalg::root_from_eigenbasis(values, vectors,
-          eigen_regularisation(epsilon, values, options.relative_epsilon()), p, options.eigen().heuristic(),
+      eigen_ridge = eigen_regularisation(epsilon, values, options.relative_epsilon());
+      return linalg::root_from_eigenbasis(values, vectors, eigen_ridge, p, options.eigen().heuristic(),
           options.precision(), std::move(scaled), scratch);
     }
     case RootMethod::CoupledNewton:
@@ -116,7 +120,7 @@ at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int
         auto vectors = linalg::column_major_view(scratch.empty_like(normalized));
         const auto values = linalg::batched_eigh(normalized, vectors);
         auto function_values = linalg::newton_db_eigenvalue_root(values, epsilon, p, options.newton(),
-            options.newton_db(), options.scaling(), options.precision(), relative_floor(options));
+            options.newton_db(), options.scaling(), options.precision(), relative_floor(options), &eigen_ridge);
         return linalg::root_from_eigenvalue_function(
             std::move(function_values), vectors, options.precision(), vectors, scratch);
       }
@@ -184,8 +188,14 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
     scale = scale * (1.0 + floor);
   }
 
+  at::Tensor eigen_ridge;
   auto root_of_normalized = normalized_root(keep_normalized_root ? normalized : std::move(normalized), epsilon, p,
-      options, keep_normalized_root, basis, scratch);
+      options, keep_normalized_root, basis, scratch, eigen_ridge);
+  // Â as asked for, (A + ε_eff I)/s, where the method put (part of) ε_eff on the
+  // eigenvalues only: the diagnostics' residual is measured against it.
+  if (keep_normalized_root && eigen_ridge.defined()) {
+    normalized.diagonal(0, -2, -1).add_(eigen_ridge.view({-1, 1}));
+  }
   if (basis != nullptr) basis->valid.logical_and_(admissible.view({-1}));  // an identity stood in for those
   // An inadmissible matrix's root is NaN: the unscaling writes it, with no pass of its own.
   auto unscale = scale.pow(-1.0 / static_cast<double>(p))
@@ -261,7 +271,8 @@ InverseRootResult inverse_root_with_diagnostics(
     }
     linalg::Scratch scratch;
     auto solution = solve(stack, p, options, /*keep_normalized_root=*/true, scratch);
-    // X^p (A + εI) − I, evaluated in normalised units where X̂^p Â has the same
+    // X^p (A + ε_eff I) − I, ε_eff = max(ε, ε_rel·λ_max), for every method (Â holds
+    // ε_eff, solve()), evaluated in normalised units where X̂^p Â has the same
     // value and no entry can overflow. Always in full precision: it is a check.
     auto power = at::linalg_matrix_power(solution.normalized_root, p);  // O(log p) products
     auto residual =

@@ -226,7 +226,7 @@ at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions&
 
 at::Tensor newton_db_eigenvalue_root(const at::Tensor& values, const at::Tensor& epsilon, int64_t p,
     const NewtonOptions& newton, const NewtonDBOptions& options, const SpectralScaleOptions& scaling,
-    MatmulPrecision precision, double relative_floor) {
+    MatmulPrecision precision, double relative_floor, at::Tensor* relative_ridge) {
   const auto schedule = newton_db_schedule(p, newton, options, precision);
   // Float64: the scalar recurrences are N·b numbers, and this way they carry no
   // rounding of their own; the root's rounding is in eigh and the product Q φ Qᵀ.
@@ -244,7 +244,9 @@ at::Tensor newton_db_eigenvalue_root(const at::Tensor& values, const at::Tensor&
   // 1 + floor), and in 16-bit modes to half a 16-bit rounding.
   auto regularisation = epsilon.reshape({-1, 1}).to(at::kDouble) / scale;
   if (relative_floor > 0.0) {
-    b.add_((relative_floor - regularisation).clamp_min(0.0)).div_(1.0 + relative_floor);
+    const auto lift = (relative_floor - regularisation).clamp_min(0.0);
+    if (relative_ridge != nullptr) *relative_ridge = (lift * scale).to(values.scalar_type()).view({-1, 1, 1});
+    b.add_(lift).div_(1.0 + relative_floor);
     regularisation = regularisation.clamp_min(relative_floor).div_(1.0 + relative_floor);
     scale.mul_(1.0 + relative_floor);
   }

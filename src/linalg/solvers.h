@@ -70,9 +70,12 @@ at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions&
 /// iteration would estimate λ_max. The regularisation `epsilon` (N, 1, 1), the ε/s
 /// already in `values`, is raised as inverse_root() raises the matrix iteration's:
 /// to `relative_floor` of the scale (0: none), and to the 16-bit floor of `precision`.
+/// `relative_ridge`, where given and `relative_floor` > 0, is set to what the
+/// relative floor added to `values`, (N, 1, 1) in their units and dtype (the
+/// 16-bit floor is not in it); it stays as it is otherwise.
 at::Tensor newton_db_eigenvalue_root(const at::Tensor& values, const at::Tensor& epsilon, int64_t p,
     const NewtonOptions& newton, const NewtonDBOptions& options, const SpectralScaleOptions& scaling,
-    MatmulPrecision precision, double relative_floor);
+    MatmulPrecision precision, double relative_floor, at::Tensor* relative_ridge = nullptr);
 
 /// Chebyshev interpolant of x^{-1/p} evaluated by Clenshaw's recurrence (spec §5).
 /// `epsilon` (N, 1, 1) is ε/s and bounds the fitted interval from below.

@@ -1,5 +1,5 @@
-// Structured inputs: zero, identity, diagonal, rank-deficient, one outlier
-// eigenvalue, and non-finite entries.
+// Structured inputs: zero, identity, diagonal, rank-deficient, tiny, one outlier
+// eigenvalue, and non-finite entries; the diagnostics' residual on them.
 
 #include <dash/inverse_root.h>
 #include <dash/option_names.h>
@@ -11,6 +11,8 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <vector>
 
 namespace dash {
 namespace {
@@ -171,6 +173,134 @@ TEST_F(EigenHeuristics, PseudoInverseDropsNonPositiveDirections) {
       at::where(eigenvalues_ > epsilon_, eigenvalues_.clamp_min(epsilon_).pow(-0.5), at::zeros_like(eigenvalues_));
   EXPECT_LE(max_relative_error(root(EigenHeuristic::PseudoInverse), expected(weights)), 1e-5);
 }
+
+// inverse_root_with_diagnostics() reports ‖X^p (A + ε_eff I) − I‖_F / √b with
+// ε_eff = max(ε, ε_rel·λ_max), the matrix the root was asked for, for every method
+// and precision. EVD (ε acts on its eigenvalues) and NewtonDB by eigh (ε_rel acts
+// on its eigenvalues) once measured against A or A + εI instead: 0.79 = √(5/8) for
+// the rank-3 8 × 8 matrix below, ≈ 1 for tiny matrices under a larger ε.
+struct ResidualCase {
+  RootMethod method;
+  NewtonDBEvaluation evaluation;
+  MatmulPrecision precision;
+};
+
+class DiagnosticsResidual : public ::testing::TestWithParam<ResidualCase> {
+ protected:
+  InverseRootOptions options(double epsilon, double relative_epsilon = 0.0) const {
+    const auto& param = GetParam();
+    return dash::testing::with_evaluation(InverseRootOptions().method(param.method), param.evaluation)
+        .precision(param.precision)
+        .epsilon(epsilon)
+        .relative_epsilon(relative_epsilon)
+        .newton(NewtonOptions().steps(25));
+  }
+  // Float32 and not Chebyshev (its error at κ = 1e3 is ~1e-1): the root is accurate.
+  bool resolves_kappa_1e3() const {
+    return GetParam().precision == MatmulPrecision::FP32 && GetParam().method != RootMethod::Chebyshev;
+  }
+};
+
+// ‖X^p (A + ε_eff I) − I‖_F / √b in float64 from the returned root and the input
+// as passed; `ridge` is ε_eff per matrix, (N,).
+at::Tensor reference_residual(const at::Tensor& root, const at::Tensor& input, const at::Tensor& ridge, int64_t p) {
+  const auto b = input.size(-1);
+  auto identity = at::eye(b, at::TensorOptions().dtype(at::kDouble));
+  auto regularised = input.to(at::kDouble) + ridge.to(at::kDouble).view({-1, 1, 1}) * identity;
+  auto product = at::matmul(at::linalg_matrix_power(root.to(at::kDouble), p), regularised);
+  return at::linalg_vector_norm(product - identity, 2, {1, 2}) / std::sqrt(static_cast<double>(b));
+}
+
+// Eigenvalues 1, 0.5, 0.2 and five zeros, times `top`.
+at::Tensor rank_three(double top) {
+  auto eigenvalues = at::cat({at::tensor({1.0, 0.5, 0.2}, at::kDouble), at::zeros({5}, at::kDouble)}).mul_(top);
+  return with_eigenvalues(eigenvalues.expand({2, 8}).contiguous(), 31).matrices.to(at::kFloat);
+}
+
+// The reported residual (float32, in normalised units) agrees with the float64 one
+// to 1% plus `absolute`, the float32 rounding of X^p Â: about 2κu, 1e-4 at
+// κ(A + ε_eff I) = 1e3, and a few u·√b, 1e-6, at κ ≈ 1. A root that failed outright
+// (16-bit CN diverges at κ = 1e3) need only be reported as failed: a residual
+// ≥ 0.5 or NaN where the float64 one is ≥ 1 or NaN.
+void expect_reported(const at::Tensor& reported, const at::Tensor& reference, double absolute) {
+  auto rep = reported.to(at::kDouble);
+  auto agrees = (rep - reference).abs() <= reference * 1e-2 + absolute;
+  auto failed = ~(reference < 1.0) & ~(rep < 0.5);
+  EXPECT_TRUE((agrees | failed).all().item<bool>()) << "reported " << reported << " float64 " << reference;
+}
+
+TEST_P(DiagnosticsResidual, RankThreeWithEpsilonIsMeasuredAgainstAPlusEpsilon) {
+  auto a = rank_three(1.0);
+  const double epsilon = 1e-3;
+  auto result = inverse_root_with_diagnostics(a, 4, options(epsilon));
+  auto reference = reference_residual(result.root, a, at::full({2}, epsilon, at::kDouble), 4);
+  expect_reported(result.residual, reference, 1e-4);
+  if (resolves_kappa_1e3()) EXPECT_LE(result.residual.max().item<double>(), 5e-3);
+}
+
+// Tiny factors: ε scaled with them (κ = 1e3), and the default ε = 1e-10 far above
+// them (A + εI ≈ εI, whose root every method gets right).
+TEST_P(DiagnosticsResidual, TinyMatricesAreMeasuredAgainstAPlusEpsilon) {
+  for (double top : {1e-12, 1e-30}) {
+    auto a = rank_three(top);
+    auto scaled = inverse_root_with_diagnostics(a, 4, options(1e-3 * top));
+    expect_reported(
+        scaled.residual, reference_residual(scaled.root, a, at::full({2}, 1e-3 * top, at::kDouble), 4), 1e-4);
+    if (resolves_kappa_1e3()) EXPECT_LE(scaled.residual.max().item<double>(), 5e-3) << "top " << top;
+
+    auto dominated = inverse_root_with_diagnostics(a, 4, options(1e-10));
+    expect_reported(
+        dominated.residual, reference_residual(dominated.root, a, at::full({2}, 1e-10, at::kDouble), 4), 1e-6);
+    if (GetParam().precision == MatmulPrecision::FP32) {
+      EXPECT_LE(dominated.residual.max().item<double>(), 1e-4) << "top " << top;
+    }
+  }
+}
+
+// With ε_rel > 0 the root is that of A + max(ε, ε_rel·λ_max)·I (root_options.h):
+// λ_max is the largest eigenvalue for EVD and for NewtonDB by eigh (of A + εI,
+// ε ≪ λ_max here), and s / margin for the iterative solvers (s as they estimate it).
+TEST_P(DiagnosticsResidual, RelativeEpsilonIsInTheMatrix) {
+  auto a = rank_three(5.0);
+  const double epsilon = 1e-10;
+  const double relative_epsilon = 1e-3;
+  const auto opts = options(epsilon, relative_epsilon);
+  const bool from_eigenvalues =
+      opts.method() == RootMethod::EVD ||
+      (opts.method() == RootMethod::NewtonDB && opts.newton_db().evaluation() == NewtonDBEvaluation::Eigh);
+  at::Tensor top;
+  if (from_eigenvalues) {
+    top = std::get<0>(at::linalg_eigvalsh(a.to(at::kDouble)).max(-1));
+  } else {
+    auto shifted = a + epsilon * at::eye(8, a.options());
+    top = estimate_spectral_scale(shifted, opts.scaling(), opts.precision()).view({-1}).to(at::kDouble) /
+          opts.scaling().margin();
+  }
+  auto ridge = (top * relative_epsilon).clamp_min(epsilon);
+  auto result = inverse_root_with_diagnostics(a, 4, opts);
+  expect_reported(result.residual, reference_residual(result.root, a, ridge, 4), 1e-4);
+  if (resolves_kappa_1e3()) EXPECT_LE(result.residual.max().item<double>(), 5e-3);
+}
+
+std::vector<ResidualCase> residual_cases() {
+  std::vector<ResidualCase> cases;
+  for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::BF16, MatmulPrecision::FP16}) {
+    cases.push_back({RootMethod::EVD, NewtonDBEvaluation::Matmuls, precision});
+    cases.push_back({RootMethod::CoupledNewton, NewtonDBEvaluation::Matmuls, precision});
+    cases.push_back({RootMethod::NewtonDB, NewtonDBEvaluation::Matmuls, precision});
+    cases.push_back({RootMethod::NewtonDB, NewtonDBEvaluation::Eigh, precision});
+    cases.push_back({RootMethod::Chebyshev, NewtonDBEvaluation::Matmuls, precision});
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    MethodsAndPrecisions, DiagnosticsResidual, ::testing::ValuesIn(residual_cases()), [](const auto& info) {
+      const auto& param = info.param;
+      auto name = to_string(param.method);
+      if (param.method == RootMethod::NewtonDB) name += "_" + to_string(param.evaluation);
+      return name + "_" + to_string(param.precision);
+    });
 
 }  // namespace
 }  // namespace dash

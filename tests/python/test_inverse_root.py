@@ -101,6 +101,35 @@ def test_with_diagnostics_flags_the_non_finite_matrix_only():
     assert (result.residual[[0, 2]] < 1e-2).all()
 
 
+def reference_residual(root, matrices, ridge, p):
+    """‖X^p (A + ridge·I) − I‖_F / √b in float64 from the returned root."""
+    size = matrices.shape[-1]
+    identity = torch.eye(size, dtype=torch.float64)
+    regularised = matrices.double() + ridge.reshape(-1, 1, 1) * identity
+    product = torch.linalg.matrix_power(root.double(), p) @ regularised
+    return torch.linalg.matrix_norm(product - identity) / size ** 0.5
+
+
+@pytest.mark.parametrize("method, evaluation", [("evd", "auto"), ("cn", "auto"), ("ndb", "matmuls"),
+                                                ("ndb", "eigh"), ("chebyshev", "auto")])
+def test_diagnostics_residual_is_against_the_regularised_matrix(method, evaluation):
+    # Rank 3 of 8: against A instead of A + εI, EVD reported √(5/8) = 0.79 here.
+    q, _ = torch.linalg.qr(torch.randn(2, 8, 8, generator=torch.Generator().manual_seed(5), dtype=torch.float64))
+    eigenvalues = torch.tensor([5.0, 2.5, 1.0, 0, 0, 0, 0, 0], dtype=torch.float64)
+    matrices = ((q * eigenvalues) @ q.transpose(-1, -2)).float()
+    options = dict(method=method, newton_db_evaluation=evaluation, newton_steps=25)
+    result = dash.inverse_root_with_diagnostics(matrices, 4, epsilon=1e-3, **options)
+    reference = reference_residual(result.root, matrices, torch.full((2,), 1e-3, dtype=torch.float64), 4)
+    assert torch.allclose(result.residual.double(), reference, rtol=1e-2, atol=1e-4), (result.residual, reference)
+    # ε_rel·λ_max = 5e-3 > ε: EVD and NewtonDB by eigh put it on the eigenvalues.
+    if method == "evd" or evaluation == "eigh":
+        result = dash.inverse_root_with_diagnostics(matrices, 4, epsilon=1e-10, relative_epsilon=1e-3, **options)
+        top = torch.linalg.eigvalsh(matrices.double())[:, -1]
+        reference = reference_residual(result.root, matrices, (1e-3 * top).clamp_min(1e-10), 4)
+        assert torch.allclose(result.residual.double(), reference, rtol=1e-2, atol=1e-4), (result.residual, reference)
+        assert (result.residual < 5e-3).all()
+
+
 def test_spectral_scale_bounds_the_largest_eigenvalue():
     matrices = spd_stack(4, 32, condition=1e3).float()
     scale = dash.estimate_spectral_scale(matrices, scaling="fro")
