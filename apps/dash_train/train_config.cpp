@@ -209,6 +209,13 @@ void TrainConfig::check() const {
   TORCH_CHECK(weight_decay >= 0.0, "dash-train: 'weight_decay' must be ≥ 0, got ", weight_decay);
   TORCH_CHECK(optimizer == "adamw" || optimizer == "dash", "dash-train: 'optimizer' must be adamw or dash, got '",
       optimizer, "'");
+  // Values the model's float32 arithmetic takes (clipping, decay, steps): beyond
+  // float32's range they would be Inf there, an error far from the key.
+  for (const auto& [key, value] : {std::pair<const char*, double>{"lr", lr}, {"clip_grad_norm", clip_grad_norm},
+           {"weight_decay", weight_decay}, {"eps", eps}, {"root_epsilon", root_epsilon}}) {
+    TORCH_CHECK(value <= std::numeric_limits<float>::max(), "dash-train: '", key, "' must be at most ",
+        std::numeric_limits<float>::max(), " (float32's largest number: it is used in float32), got ", value);
+  }
   TORCH_CHECK(beta1 >= 0.0 && beta1 < 1.0, "dash-train: 'beta1' must be in [0, 1), got ", beta1);
   TORCH_CHECK(beta2 >= 0.0 && beta2 < 1.0, "dash-train: 'beta2' must be in [0, 1), got ", beta2);
   TORCH_CHECK(eps > 0.0, "dash-train: 'eps' must be > 0, got ", eps);

@@ -16,7 +16,7 @@ DashOptions::DashOptions(double lr) : lr_(lr) {}
 double DashOptions::get_lr() const { return lr(); }
 void DashOptions::set_lr(const double lr) {
   // Schedulers set lr between steps; a bad value is refused here, at its source.
-  TORCH_CHECK(lr >= 0.0 && std::isfinite(lr), "dash::Dash: lr must be finite and >= 0, got ", lr);
+  optim::check_float32_range(lr, "lr");
   this->lr(lr);
 }
 
@@ -101,12 +101,18 @@ void DashOptions::serialize(torch::serialize::InputArchive& archive) {
 
 namespace optim {
 
+void check_float32_range(double value, const char* name) {
+  constexpr double largest = std::numeric_limits<float>::max();
+  TORCH_CHECK(value >= 0.0 && value <= largest, "dash::Dash: ", name, " must be in [0, ", largest,
+      "] (it enters float32 arithmetic, where larger values are Inf), got ", value);
+}
+
 void check_options(const DashOptions& o) {
   auto check_beta = [](double beta, const char* name, bool one_allowed) {
     TORCH_CHECK(beta >= 0.0 && (beta < 1.0 || (one_allowed && beta == 1.0)), "dash::Dash: ", name, " must be in [0, 1",
         one_allowed ? "]" : ")", ", got ", beta);
   };
-  TORCH_CHECK(o.lr() >= 0.0 && std::isfinite(o.lr()), "dash::Dash: lr must be finite and >= 0, got ", o.lr());
+  check_float32_range(o.lr(), "lr");
   check_beta(o.beta_grad(), "beta_grad", false);
   check_beta(o.beta_factor(), "beta_factor", /*one_allowed=*/true);  // 1: plain sums
   check_beta(o.beta_graft(), "beta_graft", false);
@@ -116,8 +122,9 @@ void check_options(const DashOptions& o) {
   // the Adam-type directions, and below FLT_MIN ε is 0 or subnormal (flushed to 0
   // where the CPU flushes subnormals).
   auto check_eps = [](double eps, const char* name) {
-    TORCH_CHECK(eps >= std::numeric_limits<float>::min() && std::isfinite(eps), "dash::Dash: ", name,
-        " must be finite and >= ", std::numeric_limits<float>::min(), " (float32's smallest normal number), got ", eps);
+    TORCH_CHECK(eps >= std::numeric_limits<float>::min() && eps <= std::numeric_limits<float>::max(),
+        "dash::Dash: ", name, " must be in [", std::numeric_limits<float>::min(), ", ",
+        std::numeric_limits<float>::max(), "] (float32's smallest normal and largest numbers), got ", eps);
   };
   check_eps(o.eps_graft(), "eps_graft");
   check_eps(o.adamw_eps(), "adamw_eps");
@@ -128,8 +135,11 @@ void check_options(const DashOptions& o) {
       o.exponent_override());
   TORCH_CHECK(o.momentum() >= 0.0 && o.momentum() < 1.0, "dash::Dash: momentum must be in [0, 1), got ", o.momentum());
   TORCH_CHECK(!o.nesterov() || o.momentum() > 0.0, "dash::Dash: nesterov needs momentum > 0");
-  TORCH_CHECK(o.weight_decay() >= 0.0 && std::isfinite(o.weight_decay()),
-      "dash::Dash: weight_decay must be finite and >= 0, got ", o.weight_decay());
+  check_float32_range(o.weight_decay(), "weight_decay");
+  // The parameters are scaled by 1 − lr·weight_decay in their own (float32) dtype.
+  TORCH_CHECK(o.lr() * o.weight_decay() <= std::numeric_limits<float>::max(),
+      "dash::Dash: lr · weight_decay = ", o.lr() * o.weight_decay(), " is beyond float32's range (lr ", o.lr(),
+      ", weight_decay ", o.weight_decay(), ")");
   TORCH_CHECK(o.max_consecutive_root_failures() >= 0,
       "dash::Dash: max_consecutive_root_failures must be >= 0 (0 = never raise), got ",
       o.max_consecutive_root_failures());

@@ -24,6 +24,10 @@ inline const DashOptions& options_of(const torch::optim::OptimizerParamGroup& gr
 /// and before every step, so that setters and param-group edits are checked too).
 void check_options(const DashOptions& options);
 
+/// TORCH_CHECK that `value`, an option named `name` used in float32 arithmetic, is
+/// in [0, FLT_MAX]: above it float32 has Inf.
+void check_float32_range(double value, const char* name);
+
 StepHyper step_hyper(const DashOptions& options);
 
 /// The AdamW hyper-parameters of 1-D/0-D parameters as a grafting step: AdamW is

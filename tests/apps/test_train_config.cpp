@@ -52,6 +52,36 @@ TEST(TrainConfig, WorkspaceLimitReachesTheOptimizer) {
   EXPECT_EQ(std::find(keys.begin(), keys.end(), "workspace_limit"), keys.end());
 }
 
+// A value the float32 arithmetic cannot hold is refused when the command line is
+// read, naming its key (it used to fail mid-run, naming none).
+TEST(TrainConfig, ValuesBeyondFloat32AreRefusedByKey) {
+  for (const std::string key : {"clip-grad-norm", "weight-decay", "lr", "eps", "root-epsilon"}) {
+    auto name = key;
+    std::replace(name.begin(), name.end(), '-', '_');
+    EXPECT_THAT(error_of([&] {
+      parse({"train", "--" + key, "1e308"});
+    }),
+        HasSubstr("'" + name + "' must be at most"))
+        << key;
+  }
+}
+
+// bfloat16 state reaches the optimizer; it changes the arithmetic, so a resumed run
+// must keep it.
+TEST(TrainConfig, StatePrecisionsReachTheOptimizer) {
+  auto config =
+      parse({"train", "--optimizer", "dash", "--root-precision", "bf16", "--moment-precision", "bf16"}).config;
+  const std::vector<at::Tensor> params = {at::randn({8, 8}).set_requires_grad(true)};
+  const auto optimizer = make_optimizer(config, params);
+  const auto& options = static_cast<const dash::DashOptions&>(optimizer->param_groups().front().options());
+  EXPECT_EQ(options.root_precision(), dash::MatmulPrecision::BF16);
+  EXPECT_EQ(options.moment_precision(), dash::MatmulPrecision::BF16);
+  EXPECT_EQ(options.factor_precision(), dash::MatmulPrecision::FP32);
+  const auto keys = checkpoint_compatibility_keys();
+  EXPECT_NE(std::find(keys.begin(), keys.end(), "root_precision"), keys.end());
+  EXPECT_THAT(error_of([&] { parse({"train", "--factor-precision", "fp64"}); }), HasSubstr("factor_precision"));
+}
+
 TEST(TrainConfig, EveryKeyRoundTripsThroughJson) {
   TrainConfig config;
   config.optimizer = "dash";

@@ -560,6 +560,23 @@ TEST(DashThreads, StepsFromSeveralThreadsAreSerialised) {
   EXPECT_TRUE(bias.isfinite().all().item<bool>());
 }
 
+// Options that enter float32 arithmetic are refused beyond float32's range, by
+// name: eps_graft = 1e39 was Inf there (the parameters never moved), weight_decay =
+// 1e39 made them Inf at the first step.
+TEST(DashOptionsRange, ValuesBeyondFloat32AreRefusedByName) {
+  auto param = at::randn({8, 8}).set_requires_grad(true);
+  const std::vector<std::pair<DashOptions, std::string>> cases = {{DashOptions(1e39), "lr must be in [0, "},
+      {DashOptions().eps_graft(1e39), "eps_graft must be in ["},
+      {DashOptions().adamw_eps(1e39), "adamw_eps must be in ["},
+      {DashOptions().weight_decay(1e39), "weight_decay must be in [0, "},
+      {DashOptions(1e30).weight_decay(1e30), "lr · weight_decay = "}};
+  for (const auto& [options, message] : cases) {
+    EXPECT_THAT(error_of([&] { Dash optimizer({param}, options); }), HasSubstr(message));
+  }
+  Dash optimizer({param}, DashOptions());
+  EXPECT_THAT(error_of([&] { optimizer.param_groups()[0].options().set_lr(1e39); }), HasSubstr("lr must be in [0, "));
+}
+
 // step_with_options checks every group's options before it changes any, and a
 // step that raises keeps the options the groups had.
 TEST(DashThreads, StepWithOptionsKeepsTheOptionsOfARefusedStep) {
