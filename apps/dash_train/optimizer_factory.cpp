@@ -60,6 +60,7 @@ std::unique_ptr<torch::optim::Optimizer> make_dash(const TrainConfig& config, co
                            .root(root)
                            .grafting(dash::parse_grafting_type(config.grafting))
                            .weight_decay(config.weight_decay)
+                           .decay_one_dimensional(false)  // as the AdamW baseline's group of vectors
                            .adamw_betas(std::make_tuple(config.beta1, config.beta2))
                            .adamw_eps(config.eps)
                            .execution(dash::parse_execution(config.execution))

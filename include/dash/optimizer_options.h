@@ -70,10 +70,13 @@ struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions>
   TORCH_ARG(GraftingType, grafting) = GraftingType::Adam;
   TORCH_ARG(double, momentum) = 0.0;
   TORCH_ARG(bool, nesterov) = false;
-  /// Decoupled weight decay W ← W(1 − lr·wd).
+  /// Decoupled weight decay W ← W(1 − lr·wd), of every parameter of the group (as
+  /// torch.optim.AdamW and Distributed Shampoo: scripts exclude biases and norms by
+  /// putting them in a group with weight_decay 0).
   TORCH_ARG(double, weight_decay) = 0.0;
-  /// Whether 1-D (and 0-D) parameters are decayed too.
-  TORCH_ARG(bool, decay_one_dimensional) = false;
+  /// Whether 1-D (and 0-D) parameters are decayed too; false decays only the
+  /// matrices (dash's default before 2026-12-06, which old checkpoints keep).
+  TORCH_ARG(bool, decay_one_dimensional) = true;
   TORCH_ARG(bool, bias_correction) = true;
   TORCH_ARG(OneDimensional, one_dimensional) = OneDimensional::AdamW;
   TORCH_ARG(betas_t, adamw_betas) = std::make_tuple(0.9, 0.95);
@@ -122,6 +125,9 @@ struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions>
   TORCH_ARG(MatmulPrecision, factor_precision) = MatmulPrecision::FP32;
   TORCH_ARG(MatmulPrecision, root_precision) = MatmulPrecision::FP32;
   TORCH_ARG(MatmulPrecision, moment_precision) = MatmulPrecision::FP32;
+  /// Maximise the objective instead (as torch.optim's maximize): every gradient of
+  /// the group is negated when the step takes it, before any statistic sees it.
+  TORCH_ARG(bool, maximize) = false;
 
  public:
   void serialize(torch::serialize::InputArchive& archive) override;

@@ -1,10 +1,28 @@
 """Batched inverse p-th roots: the solver half of DASH (C++ ``dash::inverse_root``)."""
 
-from typing import NamedTuple
+import numbers
+import warnings
+from typing import Any, Dict, NamedTuple
 
 import torch
 
 from . import _C
+
+# dash.Dash's keywords for root options whose solver keyword differs.
+_OPTIMIZER_NAMES = {"root_method": "method"}
+
+
+def _checked(where: str, matrices: Any, p: Any, options: Dict[str, Any]) -> None:
+    """What the C++ binding would take badly: p of the wrong kind (pybind names only
+    the types, with the whole tensor), dash.Dash's option names, autograd input."""
+    if isinstance(p, bool) or not isinstance(p, numbers.Integral):
+        raise TypeError(f"{where}: p must be an int (the root's order: 1 or a power of two), got {p!r}")
+    for name, solver_name in _OPTIMIZER_NAMES.items():
+        if name in options:
+            raise ValueError(f"{where}: unknown option '{name}' (dash.Dash's name); here it is {solver_name}=")
+    if isinstance(matrices, torch.Tensor) and matrices.requires_grad:
+        warnings.warn(f"{where} is not differentiable: its result has no gradient with respect to the input",
+                      stacklevel=3)
 
 
 class InverseRootResult(NamedTuple):
@@ -27,12 +45,14 @@ def inverse_root(matrices: torch.Tensor, p: int, **options) -> torch.Tensor:
     the same root from the eigenvalues, at EVD's cost, or "auto", the default: "eigh" for
     float32 roots on a CPU, "matmuls" elsewhere). A matrix with non-finite entries gives an all-NaN root.
     """
-    return _C.inverse_root(matrices, p, **options)
+    _checked("dash.inverse_root", matrices, p, options)
+    return _C.inverse_root(matrices, int(p), **options)
 
 
 def inverse_root_with_diagnostics(matrices: torch.Tensor, p: int, **options) -> InverseRootResult:
     """``inverse_root`` with each matrix's residual and finiteness (computed on the device)."""
-    return InverseRootResult(*_C.inverse_root_with_diagnostics(matrices, p, **options))
+    _checked("dash.inverse_root_with_diagnostics", matrices, p, options)
+    return InverseRootResult(*_C.inverse_root_with_diagnostics(matrices, int(p), **options))
 
 
 def choose_root_method(matrices: torch.Tensor, p: int, **options) -> dict:
@@ -44,7 +64,8 @@ def choose_root_method(matrices: torch.Tensor, p: int, **options) -> dict:
     of them; none within: the most accurate, with a warning), "trials": [{"method",
     "ms", "error", "meets_accuracy"}, ...]}``. A one-off: several root computations.
     """
-    return _C.choose_root_method(matrices, p, **options)
+    _checked("dash.choose_root_method", matrices, p, options)
+    return _C.choose_root_method(matrices, int(p), **options)
 
 
 def estimate_spectral_scale(matrices: torch.Tensor, **options) -> torch.Tensor:

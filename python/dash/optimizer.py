@@ -17,7 +17,24 @@ _CPP_KEYS = tuple(_C.default_options().keys())
 _GROUP_KEYS = tuple(key for key in _CPP_KEYS if key not in _BETA_KEYS) + ("betas",)
 # Keys torch's lr schedulers add to param groups; not misspelt options.
 _SCHEDULER_KEYS = ("initial_lr", "max_lr", "min_lr", "base_lr", "max_momentum", "base_momentum", "swa_lr")
-_OPTION_KEYS = frozenset(_GROUP_KEYS + ("params",))
+# torch.optim's implementation switches, accepted where they hold for dash and kept in
+# the param groups as torch keeps them: dash's step is one batched pass per stack
+# whatever foreach/fused say; it reads one value back per step, so it cannot be
+# captured in a CUDA graph; it is not differentiable.
+_TORCH_SWITCHES = {"foreach": (None, True, False), "fused": (None, True, False), "capturable": (None, False),
+                   "differentiable": (None, False)}
+_SWITCH_REFUSALS = {
+    "capturable": "a dash step reads one value back to the host (its gradient check), so it cannot be captured "
+                  "in a CUDA graph",
+    "differentiable": "a dash step is not differentiable (its roots come from eigendecompositions and iterations "
+                      "outside autograd)",
+}
+# torch.optim options dash has no counterpart for: an error, never silently ignored.
+# Any other key of a param group that is not a dash option is the user's metadata.
+_TORCH_UNSUPPORTED = ("amsgrad", "dampening", "lr_decay", "initial_accumulator_value", "rho", "alpha", "centered",
+                      "lambd", "t0", "etas", "step_sizes", "momentum_decay", "decoupled_weight_decay", "max_iter",
+                      "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn")
+_OPTION_KEYS = frozenset(_GROUP_KEYS + ("params",) + tuple(_TORCH_SWITCHES))
 _KNOWN_KEYS = _OPTION_KEYS | frozenset(_SCHEDULER_KEYS)
 _CHECKPOINT_FORMAT = 1
 
@@ -42,10 +59,28 @@ def _cpp_from_group(group: Dict[str, Any]) -> Dict[str, Any]:
     return options
 
 
+def _check_torch_switches(options: Dict[str, Any], where: str) -> None:
+    for key, allowed in _TORCH_SWITCHES.items():
+        value = options.get(key)
+        if not any(value is choice for choice in allowed):
+            reason = _SWITCH_REFUSALS.get(key, "it takes None, True or False")
+            raise ValueError(f"{where}: {key}={value!r} is not supported: {reason}")
+
+
 def _normalise_keywords(options: Dict[str, Any], where: str, default_betas, strict: bool) -> None:
-    """Folds beta_grad/beta_factor into betas, in place. Unknown keys: an error when
-    `strict` (constructor keywords), else kept (param groups may carry other keys,
-    e.g. a scheduler's or a name) with a warning when they look like a misspelt option."""
+    """Folds beta_grad/beta_factor into betas and torch's `eps` into Adam's ε (eps_graft
+    and adamw_eps), in place, and checks torch's switches. Unknown keys: an error when
+    `strict` (constructor keywords) or when they are torch.optim options dash does not
+    implement, else kept (param groups may carry other keys, e.g. a scheduler's or a
+    name) with a warning when they look like a misspelt option."""
+    if "eps" in options:
+        # Adam's ε, as in torch.optim.AdamW; dash's `epsilon` is the root's ε of (A + εI)^(-1/p).
+        given = [key for key in ("eps_graft", "adamw_eps") if key in options]
+        if given:
+            raise ValueError(f"{where}: give either eps (Adam's ε: sets eps_graft and adamw_eps) or "
+                             f"{'/'.join(given)}, not both")
+        options["eps_graft"] = options["adamw_eps"] = options.pop("eps")
+    _check_torch_switches(options, where)
     given = [key for key in _BETA_KEYS if key in options]
     if given:
         if "betas" in options:
@@ -61,6 +96,9 @@ def _normalise_keywords(options: Dict[str, Any], where: str, default_betas, stri
 
 def _check_unknown_keys(keys, where: str, strict: bool, stacklevel: int) -> None:
     for key in keys:
+        if key in _TORCH_UNSUPPORTED:
+            raise ValueError(f"{where}: '{key}' is a torch.optim option that dash does not implement "
+                             "(docs/python.md, \"Coming from torch.optim\")")
         close = difflib.get_close_matches(str(key), _GROUP_KEYS, n=1, cutoff=0.8 if not strict else 0.6)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         if strict:
@@ -152,6 +190,8 @@ class Dash(torch.optim.Optimizer):
             added = sorted((key for key in unknown - self._unknown_keys_seen if key not in _BETA_KEYS), key=str)
             _check_unknown_keys(added, "dash.Dash.step", strict=False, stacklevel=4)
             self._unknown_keys_seen = unknown
+        for group in self.param_groups:
+            _check_torch_switches(group, "dash.Dash.step")
         self._cpp.step([_cpp_from_group(group) for group in self.param_groups])
         return loss
 

@@ -74,6 +74,8 @@ void DashOptions::serialize(torch::serialize::InputArchive& archive) {
   // And those from before workspace_limit existed, whole stacks (chunked roots can
   // differ in their last bits).
   loaded.workspace_limit(0.0);
+  // And those from before decay_one_dimensional existed decayed the matrices only.
+  loaded.decay_one_dimensional(false);
 #define DASH_READ(name, type) loaded.name(read<type>(archive, #name, loaded.name()));
 #define DASH_READ_ROOT(name, type, path) root_options.path(read<type>(archive, "root." #name, root_options.path()));
   DASH_OPTION_FIELDS(DASH_READ)

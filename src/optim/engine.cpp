@@ -425,13 +425,22 @@ void Engine::gather_gradients(const StepContext& context) {
     }
   }
   linalg::transfer_matrices(regions, linalg::Transfer::Copy);
+  // maximize: the step descends along −G (negation is exact: G's statistics are
+  // what they would be for −G, the updates flip).
+  for (size_t s = 0; s < stacks_.size() && context.keep_gradients; ++s) {
+    if (context.options(plan_.gradient_stacks[s].group).maximize()) stacks_[s].gathered.neg_();
+  }
+  for (size_t j = 0; j < segments_.size(); ++j) {
+    const auto& segment = plan_.adamw_segments[j];
+    if (context.options(segment.group).maximize()) adamw_grad_.narrow(0, segment_offsets_[j], segment.numel).neg_();
+  }
 }
 
 // The gradient blocks of `rows`, (rows, block_rows, block_cols): from the stack's
 // gathered buffer (the buffer itself, a slice, or for a scattered subset a copy),
 // or within a workspace limit gathered from the parameters' gradients into a
 // chunk buffer.
-at::Tensor Engine::gradient_blocks(size_t s, const Rows& rows) {
+at::Tensor Engine::gradient_blocks(const StepContext& context, size_t s, const Rows& rows) {
   ScopedPhase phase(profile_, Phase::Copies);
   const auto& gathered = stacks_[s].gathered;
   if (gathered.defined()) return rows.take(gathered);
@@ -447,13 +456,13 @@ at::Tensor Engine::gradient_blocks(size_t s, const Rows& rows) {
     pairs.push_back({blocking::region_in_stack(blocks, piece), blocking::region_in_matrix(matrix, piece)});
   }
   linalg::transfer_matrices(pairs, linalg::Transfer::Copy);
-  return blocks;
+  return context.options(stack.group).maximize() ? blocks.neg_() : blocks;
 }
 
 void Engine::update_factors(StepContext& context, size_t s, const Rows& rows) {
   const auto& stack = plan_.gradient_stacks[s];
   const double beta = context.options(stack.group).beta_factor();
-  auto grad = gradient_blocks(s, rows);
+  auto grad = gradient_blocks(context, s, rows);
   ScopedPhase phase(profile_, Phase::Factors);
   auto side = [&](int64_t factor_stack, int64_t offset, bool left) {
     auto segment = factors_[factor_stack].factors.narrow(0, offset, stack.count());
@@ -756,7 +765,7 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   auto& state = stacks_[s];
   // The gradient is dead once Ĝ and P_g are formed: L̄ Ĝ goes into its buffer, and
   // L̄ Ĝ R̄ into Ĝ's.
-  auto grad = gradient_blocks(s, rows);
+  auto grad = gradient_blocks(context, s, rows);
   Workspace work{block_scratch_.empty_like(grad), block_scratch_.empty_like(grad), grad, at::Tensor()};
   work.direction = work.ghat;
   const auto precision = options.preconditioning_precision();

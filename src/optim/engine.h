@@ -175,7 +175,7 @@ class Engine {
       const StepContext& context, size_t factor_stack, const InverseRootOptions& root_options, bool warm_basis) const;
   at::Tensor bounded_failures_exceeded(const StepContext& context) const;
   void raise_bounded_failures(const StepContext& context) const;
-  at::Tensor gradient_blocks(size_t stack, const Rows& rows);
+  at::Tensor gradient_blocks(const StepContext& context, size_t stack, const Rows& rows);
   void update_factors(StepContext& context, size_t stack, const Rows& rows);
   void refresh_roots(StepContext& context, size_t factor_stack);
   void calibrate_root_execution(size_t factor_stack, const InverseRootOptions& root_options,

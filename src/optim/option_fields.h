@@ -27,7 +27,7 @@
   FIELD(non_finite_gradients, NonFiniteGradients) FIELD(max_consecutive_root_failures, int64_t) \
   FIELD(preconditioning_precision, MatmulPrecision) FIELD(workspace_limit, double)     \
   FIELD(factor_precision, MatmulPrecision) FIELD(root_precision, MatmulPrecision)      \
-  FIELD(moment_precision, MatmulPrecision)
+  FIELD(moment_precision, MatmulPrecision) FIELD(maximize, bool)
 #define DASH_SKIP_COMPOSITE(name, type)
 /// The scalar and enum fields: FIELD(name, type).
 #define DASH_OPTION_FIELDS(FIELD) DASH_OPTION_LAYOUT(FIELD, DASH_SKIP_COMPOSITE)

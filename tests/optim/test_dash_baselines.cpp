@@ -1,5 +1,6 @@
 // With preconditioning never started, DASH's step is its grafting direction; where
-// the math coincides it must equal LibTorch's own optimizers.
+// the math coincides it must equal LibTorch's own optimizers. And maximize is the
+// step on the negated gradient, as torch.optim defines it.
 
 #include <dash/optimizer.h>
 
@@ -8,6 +9,7 @@
 #include <torch/optim.h>
 
 #include <functional>
+#include <vector>
 
 namespace dash {
 namespace {
@@ -97,6 +99,34 @@ TEST(DashBaselines, RmspropGraftingEqualsRmsprop) {
     return std::make_unique<torch::optim::RMSprop>(params, torch::optim::RMSpropOptions(0.01).alpha(0.99).eps(1e-8));
   });
   expect_close({dash[0]}, {rmsprop[0]}, 1e-6);
+}
+
+// maximize (torch.optim's meaning): a step on G maximising is the step on −G
+// minimising, bit for bit (negation is exact), preconditioned and not, whole stacks
+// and chunks, the 1-D AdamW parameter included.
+TEST(DashMaximize, IsTheStepOnTheNegatedGradient) {
+  for (double limit : {0.0, 1.0}) {
+    auto options =
+        DashOptions(0.01).block_size(4).start_step(2).root_frequency(2).weight_decay(0.1).workspace_limit(limit);
+    std::vector<at::Tensor> maximizing = {at::randn({6, 5}), at::randn({5})};
+    std::vector<at::Tensor> minimizing = {maximizing[0].clone(), maximizing[1].clone()};
+    for (auto& p : maximizing) p.set_requires_grad(true);
+    for (auto& p : minimizing) p.set_requires_grad(true);
+    Dash up(maximizing, DashOptions(options).maximize(true));
+    Dash down(minimizing, options);
+    for (int step = 0; step < 6; ++step) {
+      for (size_t i = 0; i < maximizing.size(); ++i) {
+        auto grad = at::randn(maximizing[i].sizes());
+        maximizing[i].mutable_grad() = grad;
+        minimizing[i].mutable_grad() = -grad;
+      }
+      up.step();
+      down.step();
+    }
+    for (size_t i = 0; i < maximizing.size(); ++i) {
+      EXPECT_TRUE(at::equal(maximizing[i], minimizing[i])) << "limit " << limit << ", parameter " << i;
+    }
+  }
 }
 
 }  // namespace

@@ -139,7 +139,7 @@ TEST(DashCheckpoint, SubnormalEpsilonOfAnOlderCheckpointIsRaisedWithAWarning) {
 
 // A checkpoint keeps its NewtonDB evaluation, Auto included; one written before the
 // option existed ran the matmul iteration, and resumes with it.
-TEST(DashCheckpoint, NewtonDBEvaluationIsKeptAndOlderCheckpointsRunTheMatmulIteration) {
+TEST(DashCheckpoint, NewtonDBEvaluationIsKeptAndOlderCheckpointsKeepTheirBehaviour) {
   for (auto evaluation : {NewtonDBEvaluation::Matmuls, NewtonDBEvaluation::Eigh, NewtonDBEvaluation::Auto}) {
     auto written = DashOptions();
     written.root().newton_db().evaluation(evaluation);
@@ -150,6 +150,10 @@ TEST(DashCheckpoint, NewtonDBEvaluationIsKeptAndOlderCheckpointsRunTheMatmulIter
   const auto loaded = options_from(older);
   EXPECT_EQ(loaded.lr(), 0.5);
   EXPECT_EQ(loaded.root().newton_db().evaluation(), NewtonDBEvaluation::Matmuls);
+  // Written before 1-D parameters were decayed by default: they stay undecayed.
+  EXPECT_TRUE(DashOptions().decay_one_dimensional());
+  EXPECT_FALSE(loaded.decay_one_dimensional());
+  EXPECT_TRUE(saved_and_loaded(DashOptions()).decay_one_dimensional());
 }
 
 // The rounded roots of bfloat16 preconditioning are not saved: the resumed run

@@ -112,12 +112,11 @@ def test_hand_edited_weight_decay_and_lr_take_effect_at_the_next_step():
     before = [p.detach().clone() for p in params]
     apply_step(optimizer, params, gradients[1])
     apply_step(twin_optimizer, twin, gradients[1])
-    # Decoupled decay W ← W(1 − lr·wd) on top of the same update (2-D parameters only).
+    # Decoupled decay W ← W(1 − lr·wd) on top of the same update, of every parameter
+    # of the group (as torch.optim.AdamW), the 1-D one included.
     for i, shape in enumerate(SHAPES):
-        if len(shape) > 1:
-            expected = twin[i].detach() - 0.1 * 0.5 * before[i]
-            torch.testing.assert_close(params[i].detach(), expected, rtol=1e-5, atol=1e-6)
-    assert torch.equal(params[1].detach(), twin[1].detach())  # 1-D: not decayed by default
+        expected = twin[i].detach() - 0.1 * 0.5 * before[i]
+        torch.testing.assert_close(params[i].detach(), expected, rtol=1e-5, atol=1e-6)
 
 
 def test_closure_is_evaluated_with_gradients_and_its_loss_returned():
@@ -667,3 +666,54 @@ def test_threads_stepping_one_optimizer_take_turns():
     assert errors == []
     assert optimizer.diagnostics()["steps_taken"] == 400
     assert torch.isfinite(weight).all() and torch.isfinite(bias).all()
+
+
+def test_maximize_is_the_step_on_the_negated_gradient():
+    # torch.optim's meaning, bit for bit (negation is exact); it used to be accepted and ignored.
+    up_params, down_params = make_params(), make_params()
+    up = dash.Dash(up_params, lr=0.01, **OPTIONS, maximize=True)
+    down = dash.Dash(down_params, lr=0.01, **OPTIONS)
+    assert up.param_groups[0]["maximize"] is True
+    for gradients in fixed_gradients(up_params, 5):
+        apply_step(up, up_params, gradients)
+        apply_step(down, down_params, [-g for g in gradients])
+    assert torch.equal(flat(up_params), flat(down_params))
+
+
+def test_torch_switches_are_accepted_where_they_hold_and_refused_where_not():
+    optimizer = dash.Dash(make_params(), lr=0.01, fused=True, foreach=False, capturable=False, differentiable=False)
+    assert optimizer.param_groups[0]["fused"] is True  # kept, as torch keeps it; dash's step is batched anyway
+    with pytest.raises(ValueError, match="cannot be captured in a CUDA graph"):
+        dash.Dash(make_params(), capturable=True)
+    with pytest.raises(ValueError, match="not differentiable"):
+        dash.Dash(make_params(), differentiable=True)
+    with pytest.raises(ValueError, match="'amsgrad' is a torch.optim option that dash does not implement"):
+        dash.Dash(make_params(), amsgrad=True)
+    params = make_params()
+    with pytest.raises(ValueError, match="'dampening' is a torch.optim option"):
+        dash.Dash([{"params": params[:1], "dampening": 0.1}, {"params": params[1:]}])
+    optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
+    optimizer.param_groups[0]["layer_name"] = "encoder"  # the user's metadata: fine
+    optimizer.param_groups[0]["capturable"] = True
+    with pytest.raises(ValueError, match="capturable=True is not supported"):
+        apply_step(optimizer, params, fixed_gradients(params, 1)[0])
+
+
+def test_eps_is_adams_epsilon():
+    optimizer = dash.Dash(make_params(), lr=0.01, eps=1e-6)
+    group = optimizer.param_groups[0]
+    assert group["eps_graft"] == 1e-6 and group["adamw_eps"] == 1e-6
+    assert group["epsilon"] == 1e-10  # the root's ε is untouched
+    with pytest.raises(ValueError, match="either eps"):
+        dash.Dash(make_params(), eps=1e-6, eps_graft=1e-7)
+
+
+def test_inverse_root_names_bad_arguments():
+    matrices = torch.eye(4).expand(2, 4, 4).contiguous()
+    with pytest.raises(ValueError, match="here it is method="):
+        dash.inverse_root(matrices, 4, root_method="evd")
+    for p in (4.0, True, "4"):
+        with pytest.raises(TypeError, match="p must be an int"):
+            dash.inverse_root(matrices, p)
+    with pytest.warns(UserWarning, match="not differentiable"):
+        dash.inverse_root(matrices.clone().requires_grad_(), 4)
