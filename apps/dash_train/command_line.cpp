@@ -67,21 +67,42 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
   }
 
   bool out_dir_given = false;
-  for (const auto& [name, value] : flags) {
-    if (name == "config") apply_config_file(line.config, value);
-  }
-  for (const auto& [name, value] : flags) {
-    if (name == "config") continue;
-    if (name == "runs") {
-      line.runs_file = value;
-    } else if (name == "seeds") {
-      line.seeds = parse_list<int64_t>("--seeds", value);
-    } else if (name == "lrs") {
-      line.lrs = parse_list<double>("--lrs", value);
-    } else {
-      apply_json(line.config, nlohmann::json{{name, parse_command_line_value(name, value)}}, "command line");
-      out_dir_given = out_dir_given || name == "out_dir" || name == "out-dir";
+  // Config files first, then the command line over them.
+  auto apply_flags = [&](TrainConfig& config) {
+    for (const auto& [name, value] : flags) {
+      if (name == "config") apply_config_file(config, value);
     }
+    for (const auto& [name, value] : flags) {
+      if (name == "config") continue;
+      if (name == "runs") {
+        line.runs_file = value;
+      } else if (name == "seeds") {
+        line.seeds = parse_list<int64_t>("--seeds", value);
+      } else if (name == "lrs") {
+        line.lrs = parse_list<double>("--lrs", value);
+      } else {
+        apply_json(config, nlohmann::json{{name, parse_command_line_value(name, value)}}, "command line");
+        out_dir_given = out_dir_given || name == "out_dir" || name == "out-dir";
+      }
+    }
+  };
+  apply_flags(line.config);
+  // A resumed run takes the keys that shape its checkpoint (model, data, optimizer)
+  // from the configuration its folder recorded, so that `--name big --resume` is
+  // enough; the options given again go over them (and must agree with the
+  // checkpoint where they shape it: load_training_checkpoint()). The others
+  // (stop_at, progress, workspace_limit, ...) are this invocation's.
+  const auto recorded_path = line.config.run_dir() + "/config.json";
+  if (line.command == "train" && line.config.resume && std::filesystem::exists(recorded_path)) {
+    TrainConfig recorded;
+    apply_config_file(recorded, recorded_path);
+    const auto values = to_json(recorded);
+    auto shaping = nlohmann::json::object();
+    for (const auto& key : checkpoint_compatibility_keys()) shaping[key] = values.at(key);
+    TrainConfig resumed;
+    apply_json(resumed, shaping, "run folder '" + line.config.run_dir() + "'");
+    apply_flags(resumed);
+    line.config = resumed;
   }
   const bool compare_only = !line.runs_file.empty() || line.lrs.size() > 0 || line.seeds != std::vector<int64_t>{1};
   TORCH_CHECK(line.command == "compare" || !compare_only, "dash-train: --runs, --seeds and --lrs belong to 'compare'");

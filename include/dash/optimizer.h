@@ -130,11 +130,14 @@ class Dash : public torch::optim::Optimizer {
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
 
-  /// Adds a parameter group before the first step (the state is planned for all
-  /// groups then). Checks the group's parameters and options as the constructor
-  /// does, and leaves the optimizer unchanged when they fail. (Hides
-  /// torch::optim::Optimizer's non-virtual method: a call through a base reference
-  /// skips the checks until the next step.)
+  /// Adds a parameter group. Before the first step the state is planned for all
+  /// groups then; after it (progressive unfreezing, a head added in fine-tuning) the
+  /// existing state is kept bit for bit and the new group's blocks start fresh
+  /// (single process only: ranks would split the blocks anew). Checks the group's
+  /// parameters and options as the constructor does, and leaves the optimizer
+  /// unchanged when they fail. (Hides torch::optim::Optimizer's non-virtual method: a
+  /// call through a base reference skips the checks and, after the first step, the
+  /// new group's state until the next step, which then refuses the changed parameters.)
   void add_param_group(const torch::optim::OptimizerParamGroup& param_group);
 
   /// Failure counters and skip counts; reads a few scalars back from the device.

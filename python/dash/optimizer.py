@@ -1,7 +1,9 @@
 """dash.Dash: the C++ dash::Dash as a torch.optim.Optimizer."""
 
+import copy
 import difflib
 import warnings
+import zlib
 from typing import Any, Callable, Dict, Iterable, Optional
 
 import torch
@@ -36,7 +38,8 @@ _TORCH_UNSUPPORTED = ("amsgrad", "dampening", "lr_decay", "initial_accumulator_v
                       "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn")
 _OPTION_KEYS = frozenset(_GROUP_KEYS + ("params",) + tuple(_TORCH_SWITCHES))
 _KNOWN_KEYS = _OPTION_KEYS | frozenset(_SCHEDULER_KEYS)
-_CHECKPOINT_FORMAT = 1
+# 2: the archive carries a CRC-32 of its bytes ("checksum"); 1 (still read): without.
+_CHECKPOINT_FORMAT = 2
 
 
 def _group_from_cpp(options: Dict[str, Any]) -> Dict[str, Any]:
@@ -157,15 +160,14 @@ class Dash(torch.optim.Optimizer):
         )
         self._params = self._param_identities()
         self._unknown_keys_seen = self._unknown_keys()
+        self._construction = dict(process_group=process_group, distributed=distributed,
+                                  communication_dtype=communication_dtype)
 
     def _unknown_keys(self) -> frozenset:
         return frozenset(key for group in self.param_groups for key in group if key not in _KNOWN_KEYS)
 
     def add_param_group(self, param_group: Dict[str, Any]) -> None:
         _normalise_keywords(param_group, "dash.Dash.add_param_group", self.defaults["betas"], strict=False)
-        if self._cpp is not None and self._cpp.diagnostics()["steps_taken"] > 0:
-            raise RuntimeError("dash.Dash: add_param_group after the first step is not supported; "
-                               "add every param group before stepping")
         super().add_param_group(param_group)
         if self._cpp is not None:
             group = self.param_groups[-1]
@@ -212,7 +214,8 @@ class Dash(torch.optim.Optimizer):
         state_dict = {
             "state": {},
             "param_groups": groups,
-            "dash": {"format": _CHECKPOINT_FORMAT, "archive": torch.frombuffer(archive, dtype=torch.uint8)},
+            "dash": {"format": _CHECKPOINT_FORMAT, "archive": torch.frombuffer(archive, dtype=torch.uint8),
+                     "checksum": zlib.crc32(archive)},
         }
         for hook in getattr(self, "_optimizer_state_dict_post_hooks", {}).values():
             state_dict = hook(self, state_dict) or state_dict
@@ -220,16 +223,18 @@ class Dash(torch.optim.Optimizer):
 
     def load_state_dict(self, state_dict: Dict[str, Any]) -> None:
         """Restores a ``state_dict()`` of a ``dash.Dash`` over the same parameters; the
-        param groups' options become the saved ones (the C++ checkpoint's, plus the saved
-        groups' other keys, e.g. a scheduler's). On any mismatch it raises ValueError
-        and leaves this optimizer as it was."""
+        param groups become the saved ones, as in torch.optim: every option the saved
+        groups hold (edited or not: a scheduler's lr set after the last step, a hand
+        edit before loading) and their other keys, and the C++ checkpoint's options
+        for any they lack. On any mismatch or bad value it raises ValueError and
+        leaves this optimizer as it was."""
         for hook in getattr(self, "_optimizer_load_state_dict_pre_hooks", {}).values():
             state_dict = hook(self, state_dict) or state_dict
         saved = state_dict.get("dash") if isinstance(state_dict, dict) else None
         if not isinstance(saved, dict) or not isinstance(saved.get("archive"), torch.Tensor):
             raise ValueError("dash.Dash.load_state_dict: not a dash.Dash state dict (no 'dash' archive); "
                              "was it saved by another optimizer?")
-        if saved.get("format") != _CHECKPOINT_FORMAT:
+        if saved.get("format") not in (1, _CHECKPOINT_FORMAT):
             raise ValueError(f"dash.Dash.load_state_dict: unsupported state dict format {saved.get('format')!r}")
         saved_groups = state_dict.get("param_groups")
         if not isinstance(saved_groups, list) or not all(
@@ -240,10 +245,23 @@ class Dash(torch.optim.Optimizer):
         if sizes != own_sizes:
             raise ValueError(f"dash.Dash.load_state_dict: the state dict has param groups of {sizes} parameters, "
                              f"this optimizer {own_sizes}")
+        saved_options = []
+        for index, saved_group in enumerate(saved_groups):
+            options = {key: saved_group[key] for key in _GROUP_KEYS if key in saved_group}
+            try:
+                _C.validate_options(_cpp_from_group(options))
+            except ValueError as error:
+                raise ValueError(f"dash.Dash.load_state_dict: param group {index}: {error}") from error
+            saved_options.append(options)
         archive = saved["archive"].detach().cpu().contiguous().numpy().tobytes()
+        # A corrupted archive is refused before it is parsed: parsing one could fail in
+        # any way, allocate what a damaged size field says, or load a different state.
+        if saved.get("format") == _CHECKPOINT_FORMAT and zlib.crc32(archive) != saved.get("checksum"):
+            raise ValueError("dash.Dash.load_state_dict: the optimizer state is corrupted (its checksum does not match "
+                             "its bytes); load an intact copy")
         try:
             self._cpp.load(archive)  # checks every shape before it changes anything
-        except RuntimeError as error:
+        except Exception as error:  # noqa: BLE001 (whatever a damaged archive raises: ValueError, as documented)
             raise ValueError(f"dash.Dash.load_state_dict: {error}") from error
         for index, (group, saved_group) in enumerate(zip(self.param_groups, saved_groups)):
             extra = {key: value for key, value in saved_group.items()
@@ -251,12 +269,35 @@ class Dash(torch.optim.Optimizer):
             params = group["params"]
             group.clear()  # the same dict: schedulers hold references to the groups
             group.update(params=params, **extra, **_group_from_cpp(self._cpp.group_options(index)))
+            # The saved options take effect at the next step, but for an edit of one that
+            # shapes the state (block_size, ...): the archive's state is built for its own.
+            for key, value in saved_options[index].items():
+                trial = _cpp_from_group({**group, key: value})
+                if key in group and _C.state_layout(trial) != _C.state_layout(_cpp_from_group(group)):
+                    warnings.warn(f"dash.Dash.load_state_dict: param group {index}'s {key}={value!r} would change "
+                                  f"the shape of the loaded state; the checkpoint's {group[key]!r} is kept",
+                                  stacklevel=2)
+                    continue
+                group[key] = value
         for hook in getattr(self, "_optimizer_load_state_dict_post_hooks", {}).values():
             hook(self)
 
     def __getstate__(self):
-        raise TypeError("dash.Dash cannot be pickled or copied (its state lives in C++); "
-                        "save and restore it with state_dict() / load_state_dict()")
+        raise TypeError("dash.Dash cannot be pickled or shallow-copied (its state lives in C++); "
+                        "save and restore it with state_dict() / load_state_dict(), or copy.deepcopy() it")
+
+    def __deepcopy__(self, memo):
+        """An optimizer with its own copy of the C++ state (EMA/SWA utilities and some
+        trainers deep-copy optimizers): the param groups deep-copied through ``memo``
+        (so the parameters are the copied model's where the model was copied first),
+        the state through a state dict. A distributed optimizer's copy uses the same
+        process group, so every rank must copy it (its construction is collective)."""
+        groups = copy.deepcopy(self.param_groups, memo)
+        defaults = {key: value for key, value in self.defaults.items() if key != "lr"}
+        copied = Dash(groups, lr=self.defaults["lr"], **self._construction, **defaults)
+        memo[id(self)] = copied
+        copied.load_state_dict(self.state_dict())
+        return copied
 
     def diagnostics(self) -> Dict[str, Any]:
         """Root failures per factor stack, skipped steps, stack shapes, Auto's choices, and

@@ -64,12 +64,22 @@ Dash::~Dash() = default;
 
 void Dash::add_param_group(const torch::optim::OptimizerParamGroup& param_group) {
   const std::lock_guard<std::mutex> lock(*mutex_);
-  TORCH_CHECK(impl_->steps_taken() == 0,
-      "dash::Dash: add_param_group after the first step is not supported; add every parameter group before stepping");
+  const bool stepped = impl_->steps_taken() > 0;
+  TORCH_CHECK(!stepped || !distributed_ || distributed_->world_size() == 1,
+      "dash::Dash: add_param_group after the first step is not supported with several ranks (they would split the "
+      "blocks anew); add every parameter group before stepping");
   Optimizer::add_param_group(param_group);
   try {
     optim::check_options(optim::options_of(param_groups_.back()));
     optim::check_parameters(param_groups_);
+    // Before the first step the next step() builds the state for all groups; after
+    // it, the state so far is kept and the new group's blocks start fresh (progressive
+    // unfreezing, a head added in fine-tuning).
+    if (stepped) {
+      auto engine = std::make_unique<Dash::Impl>(param_groups_, distributed_);
+      engine->adopt_state(std::move(*impl_));
+      impl_ = std::move(engine);
+    }
   } catch (...) {
     param_groups_.pop_back();
     throw;

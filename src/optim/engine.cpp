@@ -185,6 +185,11 @@ void check_parameters(const std::vector<torch::optim::OptimizerParamGroup>& grou
           seen->second, " and ", g, "); each tensor may be optimised once");
       TORCH_CHECK(
           param.is_floating_point(), "dash::Dash: parameters must be floating point, got ", param.scalar_type());
+      // A model built on the meta device has shapes but no memory yet: the state would
+      // be meta tensors too, and the first step would fail far from the cause.
+      TORCH_CHECK(!param.is_meta(), "dash::Dash: a parameter of shape ", param.sizes(),
+          " is on the meta device (no data); build the optimizer after the model is materialised (e.g. "
+          "to_empty() and loading its weights)");
       if (first_param == nullptr) first_param = &param;
       TORCH_CHECK(param.device() == first_param->device(), "dash::Dash: all parameters must be on one device, got ",
           first_param->device(), " and ", param.device());

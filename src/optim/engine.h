@@ -144,6 +144,11 @@ class Engine {
   /// Takes over the skipped-step counts and the profiling switch of the engine this
   /// one replaces (rebuilt for edited groups before the first step).
   void continue_from(const Engine& previous);
+  /// Takes over the whole state of `previous`, an engine for the first groups of
+  /// this one's (param groups added since): their stacks come first in this plan
+  /// and keep their state bit for bit; the added groups' blocks start fresh. Single
+  /// process only (ranks would split the blocks anew).
+  void adopt_state(Engine&& previous);
 
   // Checkpoints (engine_state.cpp): the state, the counters and the per-stack
   // choices, under a signature of everything the state's shapes depend on. The

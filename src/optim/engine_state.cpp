@@ -127,6 +127,41 @@ void Engine::continue_from(const Engine& previous) {
   profile_memory_ = previous.profile_memory_;
 }
 
+void Engine::adopt_state(Engine&& previous) {
+  TORCH_CHECK(!distributed_ || distributed_->world_size() == 1,
+      "dash::Dash: add_param_group after the first step is not supported with several ranks (they would split the "
+      "blocks anew); add every parameter group before stepping");
+  // plan_stacks() numbers stacks, factor stacks and AdamW segments group by group, so
+  // the previous plan's are this one's first ones, unchanged.
+  auto same_gradient_stack = [](const blocking::GradientStack& a, const blocking::GradientStack& b) {
+    return a.group == b.group && a.rows == b.rows && a.cols == b.cols && a.one_sided == b.one_sided &&
+           a.block_params == b.block_params && a.left_stack == b.left_stack && a.left_offset == b.left_offset &&
+           a.right_stack == b.right_stack && a.right_offset == b.right_offset;
+  };
+  const auto& old_plan = previous.plan_;
+  TORCH_INTERNAL_ASSERT(old_plan.gradient_stacks.size() <= plan_.gradient_stacks.size() &&
+                        old_plan.factor_stacks.size() <= plan_.factor_stacks.size() &&
+                        old_plan.adamw_segments.size() <= plan_.adamw_segments.size());
+  for (size_t s = 0; s < old_plan.gradient_stacks.size(); ++s) {
+    TORCH_INTERNAL_ASSERT(same_gradient_stack(old_plan.gradient_stacks[s], plan_.gradient_stacks[s]));
+    stacks_[s] = std::move(previous.stacks_[s]);
+  }
+  for (size_t k = 0; k < old_plan.factor_stacks.size(); ++k) {
+    const auto& a = old_plan.factor_stacks[k];
+    const auto& b = plan_.factor_stacks[k];
+    TORCH_INTERNAL_ASSERT(a.group == b.group && a.size == b.size && a.root == b.root && a.count == b.count);
+    factors_[k] = std::move(previous.factors_[k]);
+  }
+  for (size_t j = 0; j < old_plan.adamw_segments.size(); ++j) {
+    TORCH_INTERNAL_ASSERT(old_plan.adamw_segments[j].params == plan_.adamw_segments[j].params);
+    segments_[j] = std::move(previous.segments_[j]);
+  }
+  steps_taken_ = previous.steps_taken_;
+  factor_resets_total_ = previous.factor_resets_total_;
+  factor_resets_reported_ = previous.factor_resets_reported_;
+  continue_from(previous);
+}
+
 void Engine::save(
     torch::serialize::OutputArchive& archive, const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
   archive.write("dash.layout", c10::IValue(layout_signature(groups)));

@@ -1,5 +1,6 @@
 // dash._C: the C++ library as a Python extension module.
 
+#include "optim/dash_options.h"
 #include "python/bindings.h"
 #include "python/option_dict.h"
 #include "python/value_errors.h"
@@ -115,6 +116,10 @@ void bind_inverse_root(py::module_& module) {
   module.def(
       "validate_options", [](const py::dict& options) { dash_options_from(options, /*ignore_unknown=*/false); },
       "Raises ValueError naming the first unknown or out-of-range option.");
+  module.def(
+      "state_layout",
+      [](const py::dict& options) { return optim::state_layout(dash_options_from(options, /*ignore_unknown=*/false)); },
+      "What the options decide of the state's shapes (two option sets with the same layout share a state).");
 }
 
 }  // namespace dash::python

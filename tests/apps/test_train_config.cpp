@@ -82,6 +82,31 @@ TEST(TrainConfig, StatePrecisionsReachTheOptimizer) {
   EXPECT_THAT(error_of([&] { parse({"train", "--factor-precision", "fp64"}); }), HasSubstr("factor_precision"));
 }
 
+// `--name big --resume` is enough: the keys that shape the checkpoint come from the
+// run folder's config.json; run-control keys (stop_at) are the new invocation's, and
+// options given again go over the recorded ones.
+TEST(TrainConfig, AResumedRunTakesItsConfigurationFromItsFolder) {
+  TemporaryFolder folder;
+  TrainConfig original;
+  original.optimizer = "dash";
+  original.lr = 0.01;
+  original.block_size = 64;
+  original.stop_at = 50;
+  std::filesystem::create_directories(folder.file("big"));
+  write_file(folder.file("big/config.json"), to_json(original).dump(2));
+  auto resumed = parse({"train", "--out-dir", folder.path(), "--name", "big", "--resume"}).config;
+  EXPECT_EQ(resumed.optimizer, "dash");
+  EXPECT_DOUBLE_EQ(resumed.lr, 0.01);
+  EXPECT_EQ(resumed.block_size, 64);
+  EXPECT_EQ(resumed.stop_at, 0) << "run control is not inherited";
+  EXPECT_TRUE(resumed.resume);
+  EXPECT_EQ(
+      parse({"train", "--out-dir", folder.path(), "--name", "big", "--resume", "--block-size", "32"}).config.block_size,
+      32);
+  EXPECT_EQ(parse({"train", "--out-dir", folder.path(), "--name", "big"}).config.block_size, TrainConfig().block_size)
+      << "a new run (an error later, the folder being taken) takes nothing from it";
+}
+
 TEST(TrainConfig, EveryKeyRoundTripsThroughJson) {
   TrainConfig config;
   config.optimizer = "dash";

@@ -25,3 +25,16 @@ def test_train_gpt_loss_falls(tmp_path, optimizer):
     assert len(losses) >= 5, result.stdout
     assert losses[-1] < 0.6 * losses[0], result.stdout
     assert re.search(r"validation loss \d+\.\d+", result.stdout)
+
+
+@pytest.mark.parametrize("optimizer", ["adamw", "dash"])
+def test_configure_optimizers_pattern_runs_unchanged(optimizer):
+    # Two weight-decay groups, fused/foreach, LambdaLR, clipping, add_param_group halfway:
+    # the same script with either optimizer, and the loss falls with both.
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "configure_optimizers.py"), "--optimizer", optimizer],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    losses = [float(value) for value in re.findall(r"loss (\d+\.\d+)", result.stdout)]
+    assert len(losses) >= 6, result.stdout
+    assert losses[-1] < 0.5 * losses[0], result.stdout

@@ -1,6 +1,7 @@
 """dash.Dash behaves like a torch.optim optimizer: param groups are the source of
 truth, schedulers work, state dicts resume bit-identically, errors are clear."""
 
+import copy
 import io
 import re
 import warnings
@@ -161,15 +162,28 @@ def test_each_param_group_steps_with_its_own_options():
     assert not torch.equal(flat(second), flat(ndb_instead)), "the root method made no difference"
 
 
-def test_add_param_group_after_the_first_step_is_refused_and_changes_nothing():
-    params = make_params()
-    optimizer = dash.Dash(params[:2], lr=0.05, **OPTIONS)
-    gradients = fixed_gradients(params[:2], 2)
-    apply_step(optimizer, params[:2], gradients[0])
-    with pytest.raises(RuntimeError, match="after the first step"):
-        optimizer.add_param_group({"params": params[2:]})
-    assert len(optimizer.param_groups) == 1
-    apply_step(optimizer, params[:2], gradients[1])  # still usable
+def test_add_param_group_after_the_first_step_keeps_the_state_and_starts_the_new_group_fresh():
+    # Progressive unfreezing: the first group's parameters follow a twin that never saw
+    # the added group (its state kept bit for bit); the added one follows a fresh
+    # optimizer over it alone. No workspace limit: chunking roots differently (the
+    # limit is a fraction of the whole state) can change their last bits on a CPU.
+    options = dict(OPTIONS, workspace_limit=0)
+    params, twin = make_params(), make_params()
+    optimizer = dash.Dash(params[:2], lr=0.05, **options)
+    first_only = dash.Dash(twin[:2], lr=0.05, **options)
+    gradients = fixed_gradients(params, 8)
+    for step, grads in enumerate(gradients):
+        if step == 3:
+            optimizer.add_param_group({"params": params[2:], "lr": 0.02})
+            added_only = dash.Dash(twin[2:], lr=0.02, **options)
+        if step >= 3:
+            apply_step(optimizer, params, grads)
+            apply_step(added_only, twin[2:], grads[2:])
+        else:
+            apply_step(optimizer, params[:2], grads[:2])
+        apply_step(first_only, twin[:2], grads[:2])
+    assert all(torch.equal(p, t) for p, t in zip(params, twin))
+    assert optimizer.diagnostics()["steps_taken"] == 8
 
 
 def test_add_param_group_refuses_what_the_constructor_refuses_and_stays_usable():
@@ -177,7 +191,7 @@ def test_add_param_group_refuses_what_the_constructor_refuses_and_stays_usable()
     optimizer = dash.Dash(params[:2], lr=0.05, **OPTIONS)
     with pytest.raises(RuntimeError, match="floating point"):
         optimizer.add_param_group({"params": [torch.ones(3, 3, dtype=torch.long)]})
-    with pytest.raises(RuntimeError, match="one device"):
+    with pytest.raises(RuntimeError, match="meta device"):
         optimizer.add_param_group({"params": [torch.ones(3, 3, device="meta")]})
     assert len(optimizer.param_groups) == 1
     for gradients in fixed_gradients(params[:2], 2):
@@ -318,7 +332,8 @@ def test_bad_group_edit_is_refused_at_the_next_step_and_changes_nothing():
     optimizer.param_groups[0]["block_size"] = OPTIONS["block_size"]
     resumed = clone_params(params)
     resumed_optimizer = dash.Dash(resumed, lr=0.01, **OPTIONS)
-    resumed_optimizer.load_state_dict(saved_after_refusal)
+    with pytest.warns(UserWarning, match="block_size=8 would change the shape"):  # the refused edit, saved
+        resumed_optimizer.load_state_dict(saved_after_refusal)
     for step in (1, 2):
         for p, o in ((params, optimizer), (twin, twin_optimizer), (resumed, resumed_optimizer)):
             apply_step(o, p, gradients[step])
@@ -333,7 +348,8 @@ def test_load_state_dict_takes_the_options_of_the_checkpoint_and_rejects_malform
     saved["param_groups"][0]["block_size"] = 8  # edited by hand: the archive's 16 is what the state has
     saved["param_groups"][0]["initial_lr"] = 0.5  # a scheduler's key is kept
     other = dash.Dash(clone_params(params), lr=0.3, **OPTIONS)
-    other.load_state_dict(saved)
+    with pytest.warns(UserWarning, match="block_size=8 would change the shape of the loaded state"):
+        other.load_state_dict(saved)
     assert other.param_groups[0]["block_size"] == 16 and other.param_groups[0]["lr"] == 0.01
     assert other.param_groups[0]["initial_lr"] == 0.5
     for broken, message in [
@@ -347,12 +363,14 @@ def test_load_state_dict_takes_the_options_of_the_checkpoint_and_rejects_malform
     apply_step(other, list(other.param_groups[0]["params"]), fixed_gradients(params, 1)[0])
 
 
-def test_copying_or_pickling_is_refused_with_a_pointer_to_state_dict():
-    import copy
+def test_shallow_copying_or_pickling_is_refused_with_a_pointer_to_state_dict():
+    # (copy.deepcopy works: test_deepcopy_copies_the_state.)
+    import pickle
 
     optimizer = dash.Dash(make_params())
-    with pytest.raises(TypeError, match="state_dict"):
-        copy.deepcopy(optimizer)
+    for refused in (pickle.dumps, copy.copy):
+        with pytest.raises(TypeError, match="state_dict"):
+            refused(optimizer)
 
 
 def test_group_keys_that_look_like_misspelt_options_warn():
@@ -717,3 +735,78 @@ def test_inverse_root_names_bad_arguments():
             dash.inverse_root(matrices, p)
     with pytest.warns(UserWarning, match="not differentiable"):
         dash.inverse_root(matrices.clone().requires_grad_(), 4)
+
+
+def test_deepcopy_copies_the_state():
+    # As EMA/SWA utilities and some trainers do: the copy has its own C++ state and,
+    # copied together with the parameters, steps them as the original steps its own.
+    params = make_params()
+    optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
+    gradients = fixed_gradients(params, 6)
+    for grads in gradients[:3]:
+        apply_step(optimizer, params, grads)
+    copied_params, copied = copy.deepcopy((params, optimizer))
+    assert copied is not optimizer and copied.param_groups[0]["params"][0] is copied_params[0]
+    assert copied_params[0] is not params[0]
+    for grads in gradients[3:]:
+        apply_step(optimizer, params, grads)
+        apply_step(copied, copied_params, grads)
+    assert torch.equal(flat(params), flat(copied_params))
+    assert copied.diagnostics()["steps_taken"] == optimizer.diagnostics()["steps_taken"] == 6
+    with pytest.raises(TypeError, match="shallow-copied"):
+        copy.copy(optimizer)
+
+
+def test_meta_parameters_are_refused_at_construction():
+    with pytest.raises(RuntimeError, match="meta device"):
+        dash.Dash([torch.empty(8, 8, device="meta", requires_grad=True)])
+
+
+def test_options_edited_in_a_state_dict_take_effect_when_loaded():
+    # As in torch.optim: the saved groups' options win over the checkpoint's (e.g. an
+    # lr a scheduler set after the last step, or a hand edit before loading).
+    params = make_params()
+    optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
+    gradients = fixed_gradients(params, 4)
+    for grads in gradients[:2]:
+        apply_step(optimizer, params, grads)
+    state = optimizer.state_dict()
+    state["param_groups"][0]["lr"] = 0.123
+    twin = clone_params(params)
+    loaded = dash.Dash(twin, lr=0.5, **OPTIONS)
+    loaded.load_state_dict(state)
+    assert loaded.param_groups[0]["lr"] == 0.123
+    optimizer.param_groups[0]["lr"] = 0.123
+    for grads in gradients[2:]:
+        apply_step(optimizer, params, grads)
+        apply_step(loaded, twin, grads)
+    assert torch.equal(flat(params), flat(twin))
+    state["param_groups"][0]["lr"] = -1.0
+    with pytest.raises(ValueError, match="param group 0: .*lr must be in"):
+        loaded.load_state_dict(state)
+    assert loaded.param_groups[0]["lr"] == 0.123  # unchanged
+
+
+def test_a_corrupted_state_dict_is_a_value_error_and_changes_nothing():
+    # 4 bytes flipped anywhere in the archive: the checksum refuses it before parsing
+    # (before it, some such flips raised IndexError or MemoryError, allocated 10.8 GB,
+    # or loaded silently as a different state).
+    params = make_params()
+    optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
+    for grads in fixed_gradients(params, 3):
+        apply_step(optimizer, params, grads)
+    state = optimizer.state_dict()
+    archive = state["dash"]["archive"]
+    target = dash.Dash(clone_params(params), lr=0.01, **OPTIONS)
+    before = target.state_dict()["dash"]["archive"].clone()
+    generator = torch.Generator().manual_seed(0)
+    for start in torch.randint(0, archive.numel() - 4, (40,), generator=generator).tolist():
+        damaged = archive.clone()
+        damaged[start:start + 4] ^= 0xFF
+        with pytest.raises(ValueError, match="corrupted"):
+            target.load_state_dict({**state, "dash": {**state["dash"], "archive": damaged}})
+    assert torch.equal(target.state_dict()["dash"]["archive"], before)
+    # A state dict written before the checksum (format 1) still loads.
+    older = {**state, "dash": {"format": 1, "archive": archive}}
+    target.load_state_dict(older)
+    assert target.diagnostics()["steps_taken"] == 3
