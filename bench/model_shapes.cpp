@@ -45,6 +45,7 @@ ModelShapes parse_shapes(const std::string& list) {
   ModelShapes model{"custom", {}};
   std::stringstream shapes(list);
   for (std::string shape; std::getline(shapes, shape, ',');) {
+    if (shape.empty()) throw std::invalid_argument("empty shape in --shapes '" + list + "' (two commas in a row?)");
     std::vector<int64_t> sizes;
     std::stringstream dims(shape);
     for (std::string dim; std::getline(dims, dim, 'x');) {

@@ -87,20 +87,16 @@ CommandLine parse_command_line(const std::vector<std::string>& arguments) {
     }
   };
   apply_flags(line.config);
-  // A resumed run takes the keys that shape its checkpoint (model, data, optimizer)
-  // from the configuration its folder recorded, so that `--name big --resume` is
-  // enough; the options given again go over them (and must agree with the
-  // checkpoint where they shape it: load_training_checkpoint()). The others
-  // (stop_at, progress, workspace_limit, ...) are this invocation's.
+  // A resumed run takes its configuration from the one its folder recorded, so that
+  // `--name big --resume` is enough; the options given again go over it (and must
+  // agree with the checkpoint where they shape it: load_training_checkpoint()). Not
+  // taken: where the last invocation stopped (stop_at) and whether it replaced a run.
   const auto recorded_path = line.config.run_dir() + "/config.json";
   if (line.command == "train" && line.config.resume && std::filesystem::exists(recorded_path)) {
-    TrainConfig recorded;
-    apply_config_file(recorded, recorded_path);
-    const auto values = to_json(recorded);
-    auto shaping = nlohmann::json::object();
-    for (const auto& key : checkpoint_compatibility_keys()) shaping[key] = values.at(key);
     TrainConfig resumed;
-    apply_json(resumed, shaping, "run folder '" + line.config.run_dir() + "'");
+    apply_config_file(resumed, recorded_path);
+    resumed.stop_at = 0;
+    resumed.overwrite = false;
     apply_flags(resumed);
     line.config = resumed;
   }

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 namespace {
 
@@ -63,9 +64,16 @@ int train(const dash_train::TrainConfig& config, const std::vector<std::string>&
   dash_train::Trainer trainer(config, corpus, distributed);
   const auto result = trainer.run();
   if (!main_process) return 0;
-  std::cout << "steps " << result.steps << (result.finished ? "" : " (stopped early)") << ", validation loss "
-            << result.final_validation_loss << ", perplexity " << std::exp(result.final_validation_loss)
-            << " per byte\nmean ms per step: forward " << result.forward_ms << ", backward " << result.backward_ms
+  // A run stopped (--stop-at) before its first validation has no loss to show yet.
+  std::ostringstream validation;
+  if (result.validation.empty()) {
+    validation << "no validation yet (every " << config.eval_every << " steps)";
+  } else {
+    validation << "validation loss " << result.final_validation_loss << " at step " << result.validation.back().step
+               << ", perplexity " << std::exp(result.final_validation_loss) << " per byte";
+  }
+  std::cout << "steps " << result.steps << (result.finished ? "" : " (stopped early)") << ", " << validation.str()
+            << "\nmean ms per step: forward " << result.forward_ms << ", backward " << result.backward_ms
             << ", optimizer " << result.optimizer_ms << "; " << result.tokens_per_second << " tokens/s"
             << (distributed ? "; optimizer all-gather " + std::to_string(result.optimizer_bytes_per_step) +
                                   " bytes per step per rank"

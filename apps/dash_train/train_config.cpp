@@ -4,9 +4,11 @@
 
 #include <dash/option_names.h>
 
+#include <c10/core/Device.h>
 #include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -201,6 +203,11 @@ void TrainConfig::check() const {
   TORCH_CHECK(threads >= 0, "dash-train: 'threads' must be ≥ 0, got ", threads);
   TORCH_CHECK(nproc >= 1 && nproc <= 64, "dash-train: 'nproc' must be in [1, 64], got ", nproc);
   check_name("communication_dtype", communication_dtype, dash::parse_communication_dtype);
+  try {
+    (void)at::Device(device);
+  } catch (const c10::Error&) {
+    TORCH_CHECK(false, "dash-train: 'device' must be cpu, cuda or cuda:N (a torch device), got '", device, "'");
+  }
   TORCH_CHECK(lr > 0.0, "dash-train: 'lr' must be > 0, got ", lr);
   TORCH_CHECK(warmup_steps >= 0, "dash-train: 'warmup_steps' must be ≥ 0, got ", warmup_steps);
   TORCH_CHECK(
@@ -252,6 +259,8 @@ void apply_json(TrainConfig& config, const nlohmann::json& values, const std::st
 }
 
 void apply_config_file(TrainConfig& config, const std::string& path) {
+  TORCH_CHECK(!std::filesystem::is_directory(path), "dash-train: --config '", path,
+      "' is a folder; give a JSON file ({\"key\": value, ...})");
   std::ifstream in(path);
   TORCH_CHECK(in, "dash-train: cannot read config file '", path, "'");
   nlohmann::json values;

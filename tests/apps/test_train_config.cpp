@@ -82,9 +82,9 @@ TEST(TrainConfig, StatePrecisionsReachTheOptimizer) {
   EXPECT_THAT(error_of([&] { parse({"train", "--factor-precision", "fp64"}); }), HasSubstr("factor_precision"));
 }
 
-// `--name big --resume` is enough: the keys that shape the checkpoint come from the
-// run folder's config.json; run-control keys (stop_at) are the new invocation's, and
-// options given again go over the recorded ones.
+// `--name big --resume` is enough: the configuration comes from the run folder's
+// config.json, but for where the last invocation stopped (stop_at); options given
+// again go over the recorded ones.
 TEST(TrainConfig, AResumedRunTakesItsConfigurationFromItsFolder) {
   TemporaryFolder folder;
   TrainConfig original;
@@ -92,19 +92,32 @@ TEST(TrainConfig, AResumedRunTakesItsConfigurationFromItsFolder) {
   original.lr = 0.01;
   original.block_size = 64;
   original.stop_at = 50;
+  original.eval_every = 7;
   std::filesystem::create_directories(folder.file("big"));
   write_file(folder.file("big/config.json"), to_json(original).dump(2));
   auto resumed = parse({"train", "--out-dir", folder.path(), "--name", "big", "--resume"}).config;
   EXPECT_EQ(resumed.optimizer, "dash");
   EXPECT_DOUBLE_EQ(resumed.lr, 0.01);
   EXPECT_EQ(resumed.block_size, 64);
-  EXPECT_EQ(resumed.stop_at, 0) << "run control is not inherited";
+  EXPECT_EQ(resumed.eval_every, 7);
+  EXPECT_EQ(resumed.stop_at, 0) << "where the last invocation stopped is not inherited";
   EXPECT_TRUE(resumed.resume);
   EXPECT_EQ(
       parse({"train", "--out-dir", folder.path(), "--name", "big", "--resume", "--block-size", "32"}).config.block_size,
       32);
   EXPECT_EQ(parse({"train", "--out-dir", folder.path(), "--name", "big"}).config.block_size, TrainConfig().block_size)
       << "a new run (an error later, the folder being taken) takes nothing from it";
+}
+
+// Errors that name the key or the file: a device torch does not know, a folder given
+// as a config file.
+TEST(TrainConfig, BadDeviceAndConfigFolderAreNamed) {
+  EXPECT_THAT(error_of([&] { parse({"train", "--device", "tpu"}); }), HasSubstr("'device' must be cpu, cuda"));
+  TemporaryFolder folder;
+  EXPECT_THAT(error_of([&] {
+    parse({"train", "--config", folder.path()});
+  }),
+      HasSubstr("'" + folder.path() + "' is a folder"));
 }
 
 TEST(TrainConfig, EveryKeyRoundTripsThroughJson) {

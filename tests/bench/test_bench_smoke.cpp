@@ -203,6 +203,24 @@ TEST(BenchSmoke, StepBenchPreconditioningPrecisions) {
       1e-9);
 }
 
+// --state-precisions: once per storage precision of the roots and moments; bf16
+// holds less state (the factors stay fp32).
+TEST(BenchSmoke, StepBenchStatePrecisions) {
+  const auto path = ::testing::TempDir() + "dash_step_bench_state.json";
+  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "2", "--methods", "evd",
+                "--precisions", "fp32", "--executions", "batched", "--baseline", "0", "--steps", "2",
+                "--state-precisions", "fp32,bf16", "--json", path}),
+      0);
+  const auto report = read_json(path);
+  std::map<std::string, nlohmann::json> rows;
+  for (const auto& row : report["rows"]) rows[row["configuration"].get<std::string>()] = row;
+  ASSERT_EQ(rows.size(), 3u);
+  const auto float32 = rows.at("batched evd - fp32")["state_bytes"].get<int64_t>();
+  const auto bfloat16 = rows.at("batched evd - fp32 roots+moments bf16")["state_bytes"].get<int64_t>();
+  EXPECT_LT(bfloat16, float32);
+  EXPECT_GT(bfloat16, float32 / 2) << "the factors stay float32";
+}
+
 TEST(BenchSmoke, SolverBenchWritesRowsWithErrors) {
   const auto path = ::testing::TempDir() + "dash_solver_bench.json";
   ASSERT_EQ(run_solver_bench({"--preset", "tiny", "--methods", "evd,cn", "--reps", "1", "--json", path}), 0);
@@ -275,6 +293,7 @@ TEST(BenchSmoke, BadArgumentsAreRejected) {
   EXPECT_THROW(run_step_bench({"--preset", "gpt-5"}), std::invalid_argument);
   EXPECT_THROW(run_step_bench({"--blocks", "8"}), std::invalid_argument);
   EXPECT_THROW(run_step_bench({"--shapes", "8xq"}), std::invalid_argument);
+  EXPECT_THROW(run_step_bench({"--shapes", "16x16,,16"}), std::invalid_argument);  // not a 0-D shape
 }
 
 // Every value is checked when the command line is read, so these fail at once,
