@@ -47,6 +47,20 @@ double smoke_flops(bool syrk) {
   return flops;
 }
 
+// dash-bench step on the smoke model, batched EVD at B = 8 and f = 2 plus `extra`
+// arguments: its report's rows by configuration (AdamW's included).
+std::map<std::string, nlohmann::json> evd_smoke_rows(const std::string& name, std::vector<std::string> extra) {
+  const auto path = ::testing::TempDir() + "dash_step_bench_" + name + ".json";
+  std::vector<std::string> arguments = {"--preset", "smoke", "--block", "8", "--frequencies", "2", "--methods", "evd",
+      "--precisions", "fp32", "--executions", "batched", "--baseline", "0", "--steps", "2", "--json", path};
+  arguments.insert(arguments.end(), extra.begin(), extra.end());
+  EXPECT_EQ(run_step_bench(arguments), 0);
+  std::map<std::string, nlohmann::json> rows;
+  const auto report = read_json(path);
+  for (const auto& row : report["rows"]) rows[row["configuration"].get<std::string>()] = row;
+  return rows;
+}
+
 TEST(BenchSmoke, StepBenchWritesEveryConfiguration) {
   const auto path = ::testing::TempDir() + "dash_step_bench.json";
   ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "1,10", "--methods", "evd,ndb",
@@ -182,14 +196,7 @@ TEST(BenchSmoke, StepBenchNewtonDBEvaluations) {
 // --preconditioning-precisions runs each configuration once per precision of
 // L̄ Ĝ R̄; a bfloat16 row's floor counts those FLOPs at the bfloat16 ceiling.
 TEST(BenchSmoke, StepBenchPreconditioningPrecisions) {
-  const auto path = ::testing::TempDir() + "dash_step_bench_preconditioning.json";
-  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "2", "--methods", "evd",
-                "--precisions", "fp32", "--executions", "batched", "--baseline", "0", "--steps", "2",
-                "--preconditioning-precisions", "fp32,bf16", "--json", path}),
-      0);
-  const auto report = read_json(path);
-  std::map<std::string, nlohmann::json> rows;
-  for (const auto& row : report["rows"]) rows[row["configuration"].get<std::string>()] = row;
+  const auto rows = evd_smoke_rows("preconditioning", {"--preconditioning-precisions", "fp32,bf16"});
   ASSERT_EQ(rows.size(), 3u);
   const auto& float32 = rows.at("batched evd - fp32");
   const auto& bfloat16 = rows.at("batched evd - fp32 pc bf16");
@@ -206,14 +213,7 @@ TEST(BenchSmoke, StepBenchPreconditioningPrecisions) {
 // --state-precisions: once per storage precision of the roots and moments; bf16
 // holds less state (the factors stay fp32).
 TEST(BenchSmoke, StepBenchStatePrecisions) {
-  const auto path = ::testing::TempDir() + "dash_step_bench_state.json";
-  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "2", "--methods", "evd",
-                "--precisions", "fp32", "--executions", "batched", "--baseline", "0", "--steps", "2",
-                "--state-precisions", "fp32,bf16", "--json", path}),
-      0);
-  const auto report = read_json(path);
-  std::map<std::string, nlohmann::json> rows;
-  for (const auto& row : report["rows"]) rows[row["configuration"].get<std::string>()] = row;
+  const auto rows = evd_smoke_rows("state", {"--state-precisions", "fp32,bf16"});
   ASSERT_EQ(rows.size(), 3u);
   const auto float32 = rows.at("batched evd - fp32")["state_bytes"].get<int64_t>();
   const auto bfloat16 = rows.at("batched evd - fp32 roots+moments bf16")["state_bytes"].get<int64_t>();

@@ -737,14 +737,20 @@ def test_inverse_root_names_bad_arguments():
         dash.inverse_root(matrices.clone().requires_grad_(), 4)
 
 
+def stepped_optimizer(steps, total):
+    """An optimizer over make_params() after the first `steps` of `total` fixed gradients."""
+    params = make_params()
+    optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
+    gradients = fixed_gradients(params, total)
+    for grads in gradients[:steps]:
+        apply_step(optimizer, params, grads)
+    return params, optimizer, gradients
+
+
 def test_deepcopy_copies_the_state():
     # As EMA/SWA utilities and some trainers do: the copy has its own C++ state and,
     # copied together with the parameters, steps them as the original steps its own.
-    params = make_params()
-    optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
-    gradients = fixed_gradients(params, 6)
-    for grads in gradients[:3]:
-        apply_step(optimizer, params, grads)
+    params, optimizer, gradients = stepped_optimizer(3, 6)
     copied_params, copied = copy.deepcopy((params, optimizer))
     assert copied is not optimizer and copied.param_groups[0]["params"][0] is copied_params[0]
     assert copied_params[0] is not params[0]
@@ -765,11 +771,7 @@ def test_meta_parameters_are_refused_at_construction():
 def test_options_edited_in_a_state_dict_take_effect_when_loaded():
     # As in torch.optim: the saved groups' options win over the checkpoint's (e.g. an
     # lr a scheduler set after the last step, or a hand edit before loading).
-    params = make_params()
-    optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
-    gradients = fixed_gradients(params, 4)
-    for grads in gradients[:2]:
-        apply_step(optimizer, params, grads)
+    params, optimizer, gradients = stepped_optimizer(2, 4)
     state = optimizer.state_dict()
     state["param_groups"][0]["lr"] = 0.123
     twin = clone_params(params)
@@ -791,10 +793,7 @@ def test_a_corrupted_state_dict_is_a_value_error_and_changes_nothing():
     # 4 bytes flipped anywhere in the archive: the checksum refuses it before parsing
     # (before it, some such flips raised IndexError or MemoryError, allocated 10.8 GB,
     # or loaded silently as a different state).
-    params = make_params()
-    optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
-    for grads in fixed_gradients(params, 3):
-        apply_step(optimizer, params, grads)
+    params, optimizer, _ = stepped_optimizer(3, 3)
     state = optimizer.state_dict()
     archive = state["dash"]["archive"]
     target = dash.Dash(clone_params(params), lr=0.01, **OPTIONS)
