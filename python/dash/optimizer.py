@@ -187,6 +187,9 @@ class Dash(torch.optim.Optimizer):
         if self._param_identities() != self._params:
             raise RuntimeError("dash.Dash: the parameters in param_groups changed after construction; "
                                "use add_param_group (before the first step)")
+        for group in self.param_groups:
+            if "eps" in group:  # torch's name for Adam's ε, set on a group since
+                group["eps_graft"] = group["adamw_eps"] = group.pop("eps")
         unknown = self._unknown_keys()
         if unknown != self._unknown_keys_seen:  # a key added to a group since: misspelt?
             added = sorted((key for key in unknown - self._unknown_keys_seen if key not in _BETA_KEYS), key=str)

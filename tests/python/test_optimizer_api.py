@@ -724,6 +724,12 @@ def test_eps_is_adams_epsilon():
     assert group["epsilon"] == 1e-10  # the root's ε is untouched
     with pytest.raises(ValueError, match="either eps"):
         dash.Dash(make_params(), eps=1e-6, eps_graft=1e-7)
+    params = make_params()
+    optimizer = dash.Dash(params, lr=0.01)
+    optimizer.param_groups[0]["eps"] = 1e-4  # set on the group later, as for AdamW
+    apply_step(optimizer, params, fixed_gradients(params, 1)[0])
+    group = optimizer.param_groups[0]
+    assert "eps" not in group and group["eps_graft"] == 1e-4 and group["adamw_eps"] == 1e-4
 
 
 def test_inverse_root_names_bad_arguments():
