@@ -14,6 +14,7 @@
 #include <c10/util/Exception.h>
 #include <torch/serialize/archive.h>
 
+#include <algorithm>
 #include <string>
 
 namespace dash::optim {
@@ -138,24 +139,25 @@ void Engine::adopt_state(Engine&& previous) {
            a.block_params == b.block_params && a.left_stack == b.left_stack && a.left_offset == b.left_offset &&
            a.right_stack == b.right_stack && a.right_offset == b.right_offset;
   };
+  // Every check before anything moves: a failed one leaves `previous` whole.
   const auto& old_plan = previous.plan_;
   TORCH_INTERNAL_ASSERT(old_plan.gradient_stacks.size() <= plan_.gradient_stacks.size() &&
                         old_plan.factor_stacks.size() <= plan_.factor_stacks.size() &&
                         old_plan.adamw_segments.size() <= plan_.adamw_segments.size());
   for (size_t s = 0; s < old_plan.gradient_stacks.size(); ++s) {
     TORCH_INTERNAL_ASSERT(same_gradient_stack(old_plan.gradient_stacks[s], plan_.gradient_stacks[s]));
-    stacks_[s] = std::move(previous.stacks_[s]);
   }
   for (size_t k = 0; k < old_plan.factor_stacks.size(); ++k) {
     const auto& a = old_plan.factor_stacks[k];
     const auto& b = plan_.factor_stacks[k];
     TORCH_INTERNAL_ASSERT(a.group == b.group && a.size == b.size && a.root == b.root && a.count == b.count);
-    factors_[k] = std::move(previous.factors_[k]);
   }
   for (size_t j = 0; j < old_plan.adamw_segments.size(); ++j) {
     TORCH_INTERNAL_ASSERT(old_plan.adamw_segments[j].params == plan_.adamw_segments[j].params);
-    segments_[j] = std::move(previous.segments_[j]);
   }
+  std::move(previous.stacks_.begin(), previous.stacks_.end(), stacks_.begin());
+  std::move(previous.factors_.begin(), previous.factors_.end(), factors_.begin());
+  std::move(previous.segments_.begin(), previous.segments_.end(), segments_.begin());
   steps_taken_ = previous.steps_taken_;
   factor_resets_total_ = previous.factor_resets_total_;
   factor_resets_reported_ = previous.factor_resets_reported_;
