@@ -183,11 +183,10 @@ void check_inverse_root_options(int64_t p, const InverseRootOptions& options);
 /// The evaluation NewtonDB runs for matrices on `device`: Matmuls or Eigh as set, and
 /// for NewtonDBEvaluation::Auto Eigh on a CPU in FP32 precision, Matmuls elsewhere.
 /// A rule, not a timing, so that the same options give the same roots on every run.
-/// Measured: on this project's 2-core CPU NewtonDB by eigh took 0.59× the optimizer
-/// step of its ~50 matmuls (docs/results.md, "NewtonDB by eigh"), and on an H200 the
-/// batched eigh was far slower than the matmuls (docs/benchmarks.md, "GPU"). A 16-bit
-/// precision asks for 16-bit matmuls, which eigh would not run. Other devices (MPS,
-/// XPU) get Matmuls, unmeasured.
+/// Why: on a CPU one eigh per factor costs less than the iteration's ~50 matmuls; on a
+/// GPU the batched eigh is the slower one (measurements: docs/results.md, "NewtonDB by
+/// eigh"; docs/benchmarks.md). A 16-bit precision asks for 16-bit matmuls, which eigh
+/// would not run. Other devices (MPS, XPU) get Matmuls, unmeasured.
 NewtonDBEvaluation resolve_newton_db_evaluation(const InverseRootOptions& options, const c10::Device& device);
 
 // Names, for command lines, config files and reports: to_string() gives the

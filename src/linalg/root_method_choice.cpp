@@ -1,4 +1,4 @@
-// RootMethod::Auto's calibration (issue 13, item 4): every method is timed on the
+// RootMethod::Auto's calibration: every method is timed on the
 // stack and its error measured on a sample against float64 eigh, weighted by the
 // factor itself (root_method_choice.h says why).
 

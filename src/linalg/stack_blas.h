@@ -22,15 +22,13 @@ namespace dash::linalg {
 /// split controls, and a stack of at least as many matrices as BLAS threads, one
 /// range per thread with a single-threaded BLAS: as fast as OpenBLAS's own
 /// threads, and it leaves no OpenBLAS worker spinning afterwards. (A worker spins
-/// for about 0.1 s after each multi-threaded call and takes a core from the next
-/// split: within 50 ms of a 2-thread bmm, a stack_syrk() of 324 factors of 256²
-/// took 62–90 ms instead of 44–46, docs/benchmarks.md, "Factor updates with
+/// for a while after each multi-threaded call and takes a core from the next split,
+/// which then runs much slower: docs/benchmarks.md's history, "Factor updates with
 /// syrk".) Otherwise, and for work too small to split, one at::bmm_out.
 ///
 /// 16-bit stacks split the same way when ATen's own pool has a single thread
-/// (Debian's LibTorch on this project's machine): LibTorch multiplies them with
-/// oneDNN on that pool, so one call would use one core (on this project's 2-core
-/// CPU, 324 bfloat16 products of 256² ran at 327 GFLOP/s in one call, 599 split).
+/// (Debian's LibTorch): LibTorch multiplies them with oneDNN on that pool, so one call
+/// would use one core of several.
 /// A wider pool keeps one call, which uses it. `alpha` scales the product inside
 /// the matmul (beta = 0: out is not read).
 at::Tensor& stack_bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor& b, double alpha = 1.0);

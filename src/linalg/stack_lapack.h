@@ -8,8 +8,8 @@
 // second BLAS thread: eigh's reduction to tridiagonal form is matrix–vector work,
 // and the threads mostly wait for each other. A stack's independent matrices are
 // the parallelism a CPU can use (a per-block loop, as in Distributed Shampoo, has
-// none): on this project's 2-core machine the EVD root step of llama-tiny's
-// 648 × 256² stack went from 5.3 s to 2.1 s (docs/benchmarks.md, "eigh across the
+// none): split over the cores, a root step of many eighs runs several times faster
+// than with OpenBLAS's own threads (docs/benchmarks.md's history, "eigh across the
 // cores").
 //
 // Every matrix is solved with a single-threaded BLAS whenever the split is on, a

@@ -87,9 +87,8 @@ struct MatrixView {
 
 // The loops below are memory-bound only where they vectorise well: an unsigned
 // integer maximum needs SSE4.1 (AVX2 for 8 lanes), and x86-64's baseline SSE2
-// emulates it at a third of the speed (18 ms against 5.6 ms for one pass over
-// 452 matrices of 256², one core). GCC builds them for AVX2 and for the baseline
-// and picks one when the library is loaded.
+// emulates it at about a third of the speed. GCC builds them for AVX2 and for the
+// baseline and picks one when the library is loaded.
 // (target_clones needs the loader's ifunc support: glibc.)
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
 #define DASH_AVX2_CLONES __attribute__((target_clones("avx2", "default")))

@@ -9,10 +9,9 @@
 // memory once and its further passes (the asymmetry, the copy that
 // admit_matrices() writes) find it in cache; over the cores by for_each_pass_range()
 // (stack_lapack.h). ATen's reductions take one pass over the stack each, and its
-// a − aᵀ reads one operand across rows: on llama-tiny's
-// 452 factors of 256² on this project's CPU, the checks in front of a root
-// computation took about 100 ms as ATen ops (docs/benchmarks.md, "Memory passes
-// around the roots"). Elsewhere (GPUs, other dtypes) the same results come from
+// a − aᵀ reads one operand across rows: as ATen ops the checks in front of a root
+// computation took several passes' time (docs/benchmarks.md's history, "Memory
+// passes around the roots"). Elsewhere (GPUs, other dtypes) the same results come from
 // ATen's reductions.
 
 #include "linalg/scratch.h"

@@ -1,4 +1,4 @@
-// Warm-started eigendecomposition with adaptive refresh (issue 13): the warm start
+// Warm-started eigendecomposition with adaptive refresh: the warm start
 // of Distributed Shampoo's QR eigendecomposition, with a criterion aimed at the root.
 //
 // Between two root computations a Shampoo factor A changes little, so the previous

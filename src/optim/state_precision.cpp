@@ -10,7 +10,7 @@ namespace {
 
 // dst ← src (converting), over the cores where ATen's pool has one thread
 // (linalg::for_each_pass_range): a conversion is a pass over memory, which one core
-// of this project's machine does at half the speed of two.
+// alone cannot saturate.
 void convert_into(const at::Tensor& dst, const at::Tensor& src) {
   if (dst.dim() == 0 || dst.size(0) < 2) {
     dst.copy_(src);

@@ -67,7 +67,7 @@ TEST_P(EveryCombination, PoorResultsAreFlaggedByTheDiagnostics) {
   EXPECT_TRUE((~poor | flagged).all().item<bool>()) << "errors " << errors << " residuals " << result.residual;
 }
 
-// 16-bit NewtonDB on ill-conditioned spectra (issue 16): rounding Â to 16 bits turns
+// 16-bit NewtonDB on ill-conditioned spectra: rounding Â to 16 bits turns
 // its eigenvalues below ~u₁₆ negative, and the iteration used to amplify them until
 // it overflowed (NaN/Inf at κ ≥ 1e4 for bf16). With the 16-bit regularisation floor
 // it stays finite, and within a small factor of the larger of two independent
