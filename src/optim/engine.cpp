@@ -1,25 +1,20 @@
 #include "optim/engine.h"
 
-#include "common/device_clock.h"
 #include "common/memory_peak.h"
 #include "linalg/batched_matmul.h"
 #include "linalg/matrix_transfer.h"
-#include "linalg/stack_lapack.h"
 #include "linalg/stack_reductions.h"
-#include "linalg/stack_select.h"
 #include "optim/dash_options.h"
 #include "optim/distributor.h"
 #include "optim/grafting.h"
+#include "optim/host_masks.h"
 #include "optim/state_precision.h"
-
-#include <dash/solver_cost.h>
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -81,11 +76,6 @@ double overflow_limit_for(const blocking::StackPlan& plan) {
 
 bool root_due(int64_t step, const DashOptions& options) {
   return step >= options.start_step() && (step - options.start_step()) % options.root_frequency() == 0;
-}
-
-at::Tensor bool_mask(const std::vector<bool>& values, const at::Device& device) {
-  std::vector<uint8_t> bytes(values.begin(), values.end());
-  return at::tensor(bytes, at::kByte).to(device).to(at::kBool);
 }
 
 }  // namespace
@@ -481,9 +471,8 @@ void Engine::update_factors(StepContext& context, size_t s, const Rows& rows) {
   if (!stack.one_sided) side(stack.right_stack, stack.right_offset, false);
 }
 
-// Inverse roots of the factors that are due (spec §4 step 4). A root that comes
-// out non-finite, or a solver that throws, keeps the previous root and counts a
-// failure; no host sync.
+// Which factors of stack k are due this step (from the host copy of each block's t),
+// and their new roots by the stack's root policy (root_refresh.h).
 void Engine::refresh_roots(StepContext& context, size_t k) {
   const auto& stack = plan_.factor_stacks[k];
   const auto& options = context.options(stack.group);
@@ -496,118 +485,11 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
       if (gradient_stack.right_stack == static_cast<int64_t>(k)) due[gradient_stack.right_offset + block] = is_due;
     }
   }
-  const auto due_count = std::count(due.begin(), due.end(), true);
-  if (due_count == 0) return;
-  auto& state = factors_[k];
-  state.root_operands_current = false;
+  if (std::none_of(due.begin(), due.end(), [](bool is_due) { return is_due; })) return;
+  factors_[k].root_operands_current = false;
   ScopedPhase phase(profile_, Phase::Roots);
-  auto root_options = options.root();
-  if (root_options.method() == RootMethod::Auto) {
-    if (state.root_method == RootMethod::Auto) choose_root_method_for(context, k, root_options, due);
-    root_options.method(state.root_method == RootMethod::Auto ? RootMethod::EVD : state.root_method);
-  }
-  const bool warm_eigen = root_options.method() == RootMethod::EVD && root_options.eigen().refresh_tolerance() > 0.0;
-  if (warm_eigen && !state.basis.vectors.defined()) {
-    state.basis.vectors = at::zeros(state.factors.sizes(), state.factors.options().dtype(at::kFloat));
-    state.basis.valid = at::zeros({stack.count}, state.factors.options().dtype(at::kBool));
-    state.refresh_counts = at::zeros({3}, state.factors.options().dtype(at::kLong));
-  }
-  if (!state.consecutive_failures.defined()) {
-    state.consecutive_failures = at::zeros({stack.count}, state.failures.options());
-    state.factor_resets = at::zeros({}, state.failures.options());
-  }
-  auto refresh = [&](const Rows& rows, const at::Tensor& due_mask) {
-    auto part_factors = rows.take(state.factors);  // a view: the rows are a range
-    auto part_roots = rows.take(state.roots);
-    auto part_failures = rows.take(state.consecutive_failures);
-    at::Tensor part_vectors, part_valid;
-    Eigenbasis basis;
-    if (warm_eigen) {
-      part_vectors = rows.take(state.basis.vectors);
-      part_valid = rows.take(state.basis.valid);
-      basis = {part_vectors, part_valid, {}};  // replaced by the new basis
-    }
-    at::Tensor fresh;
-    try {
-      // bfloat16 factors are widened into a blocks' buffer (free in this phase;
-      // factors_per_chunk counts it in the roots' share).
-      const auto factors = widened(part_factors, block_scratch_);
-      fresh = warm_eigen ? inverse_root(factors, stack.root, root_options, root_workspace_, basis)
-                         : inverse_root(factors, stack.root, root_options, root_workspace_);
-    } catch (const c10::Error& error) {
-      TORCH_WARN("dash::Dash: inverse root of a ", stack.size, "×", stack.size,
-          " factor stack failed; keeping the previous roots: ", error.what_without_backtrace());
-      auto failed =
-          due_mask.defined() ? due_mask : at::ones({part_factors.size(0)}, state.factors.options().dtype(at::kBool));
-      state.failures.add_(failed.sum());
-      part_failures.add_(failed);
-      return;
-    }
-    // A diverged root (non-finite, or finite far above the bound) would turn the
-    // update into Inf and the parameters into NaN.
-    auto ok = linalg::acceptable_roots(fresh, root_options.epsilon(), stack.root).view({-1});
-    if (due_mask.defined()) ok = ok & due_mask;
-    auto failed = due_mask.defined() ? (due_mask & ~ok) : ~ok;
-    state.failures.add_(failed.sum());
-    part_failures.add_(failed).masked_fill_(ok, 0);
-    linalg::copy_matrices_where(part_roots, ok, fresh.to(part_roots.scalar_type()));
-    // A factor that overflowed would fail every root after it (an EMA keeps the
-    // Inf): it restarts from zero, as a new block's, and keeps its last good root.
-    // So does one about to overflow (plain sums grow without bound): above
-    // FLT_MAX/(16 b) the solvers' spectral scale (≤ margin · b · max |a_ij|) would.
-    const double near_overflow = static_cast<double>(std::numeric_limits<float>::max()) / (16.0 * stack.size);
-    auto overflowed = (linalg::largest_magnitude(part_factors) <= near_overflow).view({-1}).logical_not();
-    if (due_mask.defined()) overflowed = overflowed & due_mask;
-    linalg::fill_matrices_where(part_factors, overflowed, 0.0);
-    const auto resets = overflowed.sum();
-    state.factor_resets.add_(resets);
-    factor_resets_total_.add_(resets);
-    if (warm_eigen) {
-      // Only the factors whose root was taken move to their new basis.
-      linalg::copy_matrices_where(part_vectors, ok, basis.vectors);
-      at::where_out(part_valid, ok, basis.valid, part_valid);
-      part_valid.masked_fill_(overflowed, false);
-      state.refresh_counts.add_(at::one_hot(basis.status, 3).mul_(ok.unsqueeze(1)).sum(0));
-    }
-  };
-  auto one_at_a_time = [&] {
-    for (int64_t i = 0; i < stack.count; ++i) {
-      if (due[i]) refresh(Rows::range(i, 1), at::Tensor());
-    }
-  };
-  // Within a workspace limit, over chunks of the stack whose solver temporaries
-  // fit the roots' share (on a CPU a matrix's root is its own computation, but its
-  // element-wise powers run in SIMD lanes or in a loop's tail depending on its place
-  // in the stack: a chunk's roots can differ from the whole stack's in the last bits).
-  auto batched = [&] {
-    const int64_t chunk = factors_per_chunk(context, k, root_options, warm_eigen);
-    // The mask goes to the device once, not once per chunk.
-    const auto due_mask = due_count == stack.count ? at::Tensor() : bool_mask(due, state.factors.device());
-    for (int64_t first = 0; first < stack.count; first += chunk) {
-      const int64_t length = std::min(chunk, stack.count - first);
-      const auto chunk_due_count = std::count(due.begin() + first, due.begin() + first + length, true);
-      if (chunk_due_count == 0) continue;
-      const auto rows = length == stack.count ? Rows::all(length) : Rows::range(first, length);
-      refresh(rows, chunk_due_count == length ? at::Tensor() : due_mask.narrow(0, first, length));
-    }
-  };
-  auto execution = options.execution() == Execution::Auto ? state.root_execution : options.execution();
-  if (execution == Execution::Auto && state.calibration_pending) {
-    // The first computation fills the solvers' workspace; the second is timed.
-    state.calibration_pending = false;
-    execution = Execution::Batched;
-  }
-  switch (execution) {
-    case Execution::Sequential:
-      one_at_a_time();
-      break;
-    case Execution::Batched:
-      batched();
-      break;
-    case Execution::Auto:
-      calibrate_root_execution(k, root_options, due, batched);
-      break;
-  }
+  RootBuffers buffers{root_workspace_, block_scratch_, factor_resets_total_};
+  optim::refresh_roots(stack, options, context.budget, due, factors_[k], buffers);
 }
 
 // Distributed Shampoo's bounded-failure policy (max_consecutive_root_failures):
@@ -642,91 +524,6 @@ void Engine::raise_bounded_failures(const StepContext& context) const {
         context.options(stack.group).root().method() == RootMethod::EVD
             ? " usually helps"
             : ", float32 precision or the EVD root method usually helps");
-  }
-}
-
-// Execution::Auto, once per factor stack: this root computation runs batched and
-// is timed; then the roots of a few due blocks are computed one at a time, timed
-// and discarded. One block at a time is kept if, extrapolated to all due blocks,
-// it is at least 10 % faster (batching is the default the margin leans to). The
-// clock needs the device to have finished, so this reads a value back, once.
-void Engine::calibrate_root_execution(size_t k, const InverseRootOptions& root_options, const std::vector<bool>& due,
-    const std::function<void()>& batched) {
-  const auto& stack = plan_.factor_stacks[k];
-  auto& state = factors_[k];
-  using common::milliseconds_since;
-  using common::wait_for_device;
-  wait_for_device(state.roots);
-  auto start = std::chrono::steady_clock::now();
-  batched();
-  wait_for_device(state.roots);
-  state.calibrated_batched_ms = milliseconds_since(start);
-
-  constexpr int64_t kSample = 8;
-  std::vector<int64_t> sample;
-  for (int64_t i = 0; i < stack.count && static_cast<int64_t>(sample.size()) < kSample; ++i) {
-    if (due[i]) sample.push_back(i);
-  }
-  start = std::chrono::steady_clock::now();
-  at::Tensor root;
-  for (auto i : sample) {
-    try {
-      root = inverse_root(
-          widened(state.factors.narrow(0, i, 1), block_scratch_), stack.root, root_options, root_workspace_);
-    } catch (const c10::Error&) {
-      // Counted (and warned about) by the batched computation already.
-    }
-  }
-  wait_for_device(root);
-  const auto due_count = std::count(due.begin(), due.end(), true);
-  state.calibrated_per_block_ms =
-      milliseconds_since(start) * static_cast<double>(due_count) / static_cast<double>(sample.size());
-  state.root_execution =
-      state.calibrated_per_block_ms * 1.1 < state.calibrated_batched_ms ? Execution::Sequential : Execution::Batched;
-}
-
-// RootMethod::Auto, once per factor stack: choose_root_method() on the factors due
-// now (a one-off that costs several root computations and host reads). Without a
-// workspace limit it runs in a workspace of its own, released afterwards: the
-// optimizer's keeps only what the chosen method needs (the union of all four held
-// 3× EVD's on llama-tiny). Within a limit it compares the methods on as many due
-// factors as fit the roots' share, in the optimizer's workspace (which that share
-// bounds whatever the method). A stack without a finite factor to time keeps
-// Auto, and this computation uses EVD.
-void Engine::choose_root_method_for(
-    const StepContext& context, size_t k, const InverseRootOptions& root_options, const std::vector<bool>& due) {
-  const auto& stack = plan_.factor_stacks[k];
-  auto& state = factors_[k];
-  std::vector<int64_t> rows;
-  for (int64_t i = 0; i < stack.count; ++i) {
-    if (due[i]) rows.push_back(i);
-  }
-  const auto device = state.factors.device();
-  if (context.budget.bounded()) {
-    const auto one = choose_root_method_workspace_bytes(1, stack.size, root_options, device);
-    const auto two = choose_root_method_workspace_bytes(2, stack.size, root_options, device);
-    // The due factors, gathered, and widened where they are bfloat16.
-    const auto copy = (state.factors.scalar_type() == at::kFloat ? 4 : 6) * stack.size * stack.size;
-    rows.resize(static_cast<size_t>(
-        items_per_chunk(static_cast<int64_t>(rows.size()), two - one + copy, 2 * one - two, context.budget.roots())));
-  }
-  auto due_factors = static_cast<int64_t>(rows.size()) == stack.count
-                         ? state.factors
-                         : state.factors.index_select(0, at::tensor(rows, at::kLong).to(device));
-  due_factors = widened(due_factors, block_scratch_);
-  try {
-    InverseRootWorkspace trial_workspace;
-    auto choice = choose_root_method(
-        due_factors, stack.root, root_options, context.budget.bounded() ? root_workspace_ : trial_workspace);
-    // The trials left buffers of every method there; the chosen one makes its own.
-    if (context.budget.bounded()) root_workspace_ = InverseRootWorkspace();
-    state.root_method = choice.method;
-    state.root_method_trials = std::move(choice.trials);
-  } catch (const c10::Error& error) {
-    TORCH_WARN("dash::Dash: RootMethod::Auto could not compare the methods on the ", stack.size, "×", stack.size,
-        " factor stack ", k, " (", error.what_without_backtrace(),
-        "); EVD computes its roots this time, and the "
-        "comparison is tried again at its next root computation");
   }
 }
 
@@ -970,28 +767,6 @@ std::vector<std::vector<Rows>> Engine::chunks_per_stack(const StepContext& conte
     }
   }
   return chunks_of;
-}
-
-// Factors per root computation: the whole stack without a limit, else as many as
-// the solver's temporaries for them fit the roots' share of the workspace, and on
-// a CPU that splits a stack's eigh over its cores a multiple of their number
-// (an odd chunk of 1024² eigh would leave a core idle for one).
-int64_t Engine::factors_per_chunk(
-    const StepContext& context, size_t k, const InverseRootOptions& root_options, bool warm_basis) const {
-  const auto& stack = plan_.factor_stacks[k];
-  if (!context.budget.bounded()) return stack.count;
-  const auto device = factors_[k].factors.device();
-  const auto one = inverse_root_workspace_bytes(1, stack.size, root_options, device, warm_basis);
-  const auto two = inverse_root_workspace_bytes(2, stack.size, root_options, device, warm_basis);
-  // bfloat16 state: the factors widened to float32, the new roots rounded.
-  const auto& state = factors_[k];
-  const int64_t matrix = stack.size * stack.size;
-  const int64_t widened_factors = state.factors.scalar_type() == at::kFloat ? 0 : 4 * matrix;
-  const int64_t rounded_roots = state.roots.scalar_type() == at::kFloat ? 0 : 2 * matrix;
-  const auto chunk =
-      items_per_chunk(stack.count, two - one + widened_factors + rounded_roots, 2 * one - two, context.budget.roots());
-  const auto workers = linalg::stack_lapack_plan(stack.count, device).workers;
-  return chunk < stack.count && chunk > workers ? chunk - chunk % workers : chunk;
 }
 
 // The groups' workspace_limit, resolved against the state as it is now.

@@ -4,17 +4,16 @@
 // the arithmetic is block_update.h, the shape bookkeeping stack_plan.h.
 
 #include <dash/optimizer.h>
-#include <dash/root_method_choice.h>
 
 #include "blocking/stack_plan.h"
 #include "linalg/scratch.h"
 #include "optim/block_update.h"
 #include "optim/phase_profile.h"
+#include "optim/root_refresh.h"
 #include "optim/workspace_budget.h"
 
 #include <ATen/core/Tensor.h>
 
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,36 +57,6 @@ struct GradientStackState {
   /// state, not saved. Undefined within a limit: each chunk's blocks are gathered
   /// where they are used.
   at::Tensor gathered{};
-};
-
-struct FactorStackState {
-  at::Tensor factors;   ///< (N, b, b), in factor_precision
-  at::Tensor roots;     ///< (N, b, b) in root_precision; identity until a root is first computed
-  at::Tensor failures;  ///< () int64: roots kept because the new one failed
-  /// Allocated at the stack's first root computation: (N,) int64, the root
-  /// computations each factor has failed in a row; () int64, factors reset to zero
-  /// because they had overflowed or were about to.
-  at::Tensor consecutive_failures{};
-  at::Tensor factor_resets{};
-  /// EVD with eigen_refresh_tolerance > 0: each factor's last eigenvectors (allocated
-  /// at the first such root computation), and how many roots kept their basis,
-  /// were warm-started, were recomputed by eigh ((3,) int64, cumulative).
-  Eigenbasis basis{};
-  at::Tensor refresh_counts{};
-  /// Execution::Auto's choice for this stack's roots (Auto: not yet timed).
-  Execution root_execution = Execution::Auto;
-  bool calibration_pending = true;  ///< Auto: the first root computation is not timed
-  double calibrated_batched_ms = 0.0;
-  double calibrated_per_block_ms = 0.0;
-  /// RootMethod::Auto's choice for this stack (Auto: not made yet), and the trials
-  /// it was made from (not saved: empty after a checkpoint is loaded).
-  RootMethod root_method = RootMethod::Auto;
-  std::vector<RootMethodTrial> root_method_trials{};
-  /// Without a workspace limit, float32 roots rounded to a 16-bit
-  /// preconditioning_precision, made by the first step that needs them after the
-  /// roots changed (not state, not saved).
-  at::Tensor root_operands{};
-  bool root_operands_current = false;
 };
 
 struct AdamWSegmentState {
@@ -176,17 +145,11 @@ class Engine {
   void count_active_blocks(StepContext& context);
   int64_t chunk_bytes_per_block(const StepContext& context, size_t stack) const;
   std::vector<std::vector<Rows>> chunks_per_stack(const StepContext& context) const;
-  int64_t factors_per_chunk(
-      const StepContext& context, size_t factor_stack, const InverseRootOptions& root_options, bool warm_basis) const;
   at::Tensor bounded_failures_exceeded(const StepContext& context) const;
   void raise_bounded_failures(const StepContext& context) const;
   at::Tensor gradient_blocks(const StepContext& context, size_t stack, const Rows& rows);
   void update_factors(StepContext& context, size_t stack, const Rows& rows);
   void refresh_roots(StepContext& context, size_t factor_stack);
-  void calibrate_root_execution(size_t factor_stack, const InverseRootOptions& root_options,
-      const std::vector<bool>& due, const std::function<void()>& batched);
-  void choose_root_method_for(const StepContext& context, size_t factor_stack, const InverseRootOptions& root_options,
-      const std::vector<bool>& due);
   at::Tensor preconditioning_roots(const StepContext& context, size_t factor_stack, int64_t offset, int64_t count,
       const Rows& rows, MatmulPrecision precision);
   /// Forms lr · P of the chosen blocks and hands it to the distributor.
