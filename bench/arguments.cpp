@@ -1,5 +1,7 @@
 #include "arguments.h"
 
+#include <dash/root_options.h>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -66,6 +68,12 @@ OptionSpec real_list_option(const std::string& default_value, double min, double
   return {default_value, OptionSpec::Kind::RealList, min, max};
 }
 OptionSpec output_file_option() { return {"", OptionSpec::Kind::OutputFile}; }
+
+std::string solver_method_names() {
+  std::string names;
+  for (auto method : kSolverMethods) names += (names.empty() ? "" : ",") + to_string(method);
+  return names;
+}
 
 bool asks_for_help(const std::vector<std::string>& args) {
   for (const auto& arg : args) {

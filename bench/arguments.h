@@ -7,6 +7,7 @@
 #include <limits>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dash::bench {
@@ -16,6 +17,7 @@ struct OptionSpec {
   enum class Kind { Text, Integer, Real, IntegerList, RealList, OutputFile };
 
   OptionSpec(const char* default_value) : default_value(default_value) {}  // NOLINT: text options read as literals
+  OptionSpec(std::string default_value) : default_value(std::move(default_value)) {}  // NOLINT: and as strings
   OptionSpec(std::string default_value, Kind kind, double min = -std::numeric_limits<double>::infinity(),
       double max = std::numeric_limits<double>::infinity())
       : default_value(std::move(default_value)), kind(kind), min(min), max(max) {}
@@ -41,6 +43,9 @@ void check_output_file(const std::string& name, const std::string& path);
 
 /// Whether the arguments ask for the usage (-h, --help anywhere).
 bool asks_for_help(const std::vector<std::string>& args);
+
+/// Every solver's name (dash::kSolverMethods), comma-separated: the default of --methods.
+std::string solver_method_names();
 
 class Arguments {
  public:

@@ -250,7 +250,7 @@ void print_header(const Settings& settings) {
 int run_solver_bench(const std::vector<std::string>& args) {
   Arguments arguments(args,
       {{"preset", "quick"}, {"device", "cpu"}, {"p", integer_option("4", 1, 64)}, {"cond", real_option("1e3", 1)},
-          {"methods", "evd,cn,ndb,chebyshev"}, {"warmup", integer_option("1", 0)}, {"reps", integer_option("3", 1)},
+          {"methods", solver_method_names()}, {"warmup", integer_option("1", 0)}, {"reps", integer_option("3", 1)},
           {"json", output_file_option()}, {"epsilon", real_option("1e-10", 0)}, {"seed", integer_option("0", 0)},
           {"warm-start", integer_option("0", 0, 1)}, {"ema-beta", real_option("0.95", 0, 0.9999)},
           {"ema-steps", integer_option("10", 1)}, {"eigen-tolerances", real_list_option("0.02,0.05,0.1", 1e-12, 1)},

@@ -454,7 +454,7 @@ int run_step_bench(const std::vector<std::string>& args) {
   Arguments arguments(
       args, {{"preset", "llama-tiny"}, {"layers", integer_option("-1", -1)}, {"shapes", ""},
                 {"block", integer_option("256", 1)}, {"frequencies", integer_list_option("1,10", 1)},
-                {"methods", "evd,cn,ndb,chebyshev"}, {"scalings", "fro,pi,multi-pi"}, {"precisions", "fp32,fp16,bf16"},
+                {"methods", solver_method_names()}, {"scalings", "fro,pi,multi-pi"}, {"precisions", "fp32,fp16,bf16"},
                 {"baseline", integer_option("1", 0, 1)}, {"warmup", integer_option("1", 0)},
                 {"steps", integer_option("0", 0)}, {"device", "cpu"}, {"json", output_file_option()},
                 {"profile", integer_option("0", 0, 1)}, {"seed", integer_option("0", 0)},

@@ -34,6 +34,11 @@ enum class RootMethod {
   Auto,
 };
 
+/// The four solvers (every RootMethod but Auto): the one list RootMethod::Auto
+/// compares and the tests and benchmarks iterate.
+inline constexpr RootMethod kSolverMethods[] = {
+    RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev};
+
 /// How EVD repairs the eigenvalues λ of A before inverting them (ε is the options'
 /// epsilon). For positive semi-definite A, Shampoo and AbsAdd give (A + εI)^{-1/p}.
 enum class EigenHeuristic {

@@ -28,8 +28,6 @@ constexpr double kRetimeBelowMs = 100.0;
 // Methods within this factor of the fastest eligible one count as equally fast;
 // the most accurate of them is taken (so that noise does not flip the choice).
 constexpr double kSameSpeed = 1.1;
-constexpr RootMethod kCandidates[] = {
-    RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev};
 
 // The exact roots of a sample of the stack, and the weight A₊^{1/2} (up to a
 // rotation, which the Frobenius norm does not see) the errors are measured with.
@@ -131,7 +129,7 @@ RootMethodChoice choose_root_method(
   const auto reference = exact_roots(matrices, rows, p, options);
 
   RootMethodChoice choice;
-  for (auto method : kCandidates) {
+  for (auto method : kSolverMethods) {
     choice.trials.push_back(run_trial(method, matrices, finite, p, options, reference, workspace));
   }
   double fastest = std::numeric_limits<double>::infinity();
@@ -163,7 +161,7 @@ RootMethodChoice choose_root_method(
 int64_t choose_root_method_workspace_bytes(
     int64_t count, int64_t b, const InverseRootOptions& options, const at::Device& device) {
   int64_t solver = 0;
-  for (auto method : kCandidates) {
+  for (auto method : kSolverMethods) {
     solver =
         std::max(solver, inverse_root_workspace_bytes(count, b, InverseRootOptions(options).method(method), device));
   }

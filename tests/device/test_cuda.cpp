@@ -36,7 +36,7 @@ TEST_F(Cuda, SolversMatchTheCpu) {
   auto spectrum = testing::log_spaced_spectrum(6, 64, 1e2, 7);
   auto cpu_input = spectrum.matrices.to(at::kFloat);
   auto cuda_input = cpu_input.to(at::kCUDA);
-  for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+  for (auto method : kSolverMethods) {
     for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16}) {
       auto options = dash::testing::solver_options(method).precision(precision).chebyshev(
           ChebyshevOptions().interval_min(1.0 / 202));

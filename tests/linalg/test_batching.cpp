@@ -40,8 +40,7 @@ TEST_P(BatchedEqualsSingle, StackOfFiveMatchesFiveSingleCalls) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllMethods, BatchedEqualsSingle,
-    ::testing::Combine(
-        ::testing::Values(RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev),
+    ::testing::Combine(::testing::ValuesIn(kSolverMethods),
         ::testing::Values(Scaling::Frobenius, Scaling::PowerIteration, Scaling::MultiPowerIteration)),
     [](const auto& info) {
       return to_string(std::get<0>(info.param)) + "_" + std::to_string(static_cast<int>(std::get<1>(info.param)));

@@ -56,7 +56,7 @@ TEST(InputValidation, FlagsMatricesNoSolverCanTake) {
   auto asymmetric = spd.clone();
   asymmetric[0][5] = 1.0;
   auto stack = at::stack({spd, asymmetric, -spd});
-  for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+  for (auto method : kSolverMethods) {
     auto result = inverse_root_with_diagnostics(stack, 4, dash::testing::solver_options(method));
     const bool evd = method == RootMethod::EVD;
     EXPECT_TRUE(result.finite[0].item<bool>()) << to_string(method);

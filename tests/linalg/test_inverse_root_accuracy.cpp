@@ -73,10 +73,8 @@ TEST_P(DefaultOptionsAccuracy, MatchesFloat64Reference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllMethods, DefaultOptionsAccuracy,
-    ::testing::Combine(
-        ::testing::Values(RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev),
-        ::testing::Values(1, 2, 7, 64, 256), ::testing::Values(1, 5), ::testing::Values(1, 2, 4),
-        ::testing::Values(1.0, 1e2)),
+    ::testing::Combine(::testing::ValuesIn(kSolverMethods), ::testing::Values(1, 2, 7, 64, 256),
+        ::testing::Values(1, 5), ::testing::Values(1, 2, 4), ::testing::Values(1.0, 1e2)),
     case_name);
 
 // Ill-conditioned: κ = 1e4 and 1e6.
@@ -143,7 +141,7 @@ TEST(InverseRootAccuracy, EpsilonIsAddedToTheMatrix) {
   auto spectrum = log_spaced_spectrum(2, 16, 1e2, 8, /*top=*/1e-2);
   const double epsilon = 1e-3;
   auto reference = reference_inverse_root(spectrum, epsilon, 4);
-  for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+  for (auto method : kSolverMethods) {
     auto root = inverse_root(spectrum.matrices.to(at::kFloat), 4,
         dash::testing::solver_options(method).epsilon(epsilon).chebyshev(
             ChebyshevOptions().interval_min(chebyshev_interval_for(10.0))));

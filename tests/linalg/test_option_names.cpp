@@ -9,7 +9,7 @@ namespace dash {
 namespace {
 
 TEST(OptionNames, RoundTripAndAliases) {
-  for (auto m : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+  for (auto m : kSolverMethods) {
     EXPECT_EQ(parse_root_method(to_string(m)), m);
   }
   for (auto s : {Scaling::Frobenius, Scaling::PowerIteration, Scaling::MultiPowerIteration}) {

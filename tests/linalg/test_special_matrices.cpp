@@ -135,9 +135,8 @@ TEST_P(EveryMethod, HugeRankDeficientMatrixGivesAFiniteRoot) {
   EXPECT_TRUE(result.finite.all().item<bool>());
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, EveryMethod,
-    ::testing::Values(RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev),
-    [](const auto& info) { return to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(
+    Methods, EveryMethod, ::testing::ValuesIn(kSolverMethods), [](const auto& info) { return to_string(info.param); });
 
 // EVD heuristics on an indefinite matrix (eigenvalues −0.5 … 1), ε = 1e-3,
 // checked against float64 eigh with the heuristic applied by hand.

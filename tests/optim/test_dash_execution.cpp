@@ -327,8 +327,7 @@ TEST(RootMethodAuto, ChoosesOnceAndThenMatchesTheChosenMethodBitwise) {
   EXPECT_TRUE(restored.diagnostics().factor_stacks[0].root_method_trials.empty()) << "compared again after loading";
 }
 
-INSTANTIATE_TEST_SUITE_P(AllMethods, ExecutionModes,
-    ::testing::Values(RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev),
+INSTANTIATE_TEST_SUITE_P(AllMethods, ExecutionModes, ::testing::ValuesIn(kSolverMethods),
     [](const auto& info) { return to_string(info.param); });
 
 }  // namespace

@@ -38,7 +38,7 @@ DashOptions preconditioned_from_step_one(RootMethod method) {
 // and rank-1 gradients, for every root method.
 TEST(DashSafety, FiniteGradientsKeepParametersFinite) {
   auto generator = at::detail::createCPUGenerator(11);
-  for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+  for (auto method : kSolverMethods) {
     for (double scale : {0.0, 1e-20, 1e-10, 1.0, 1e10, 1e20}) {
       auto param = at::randn({6, 5}, generator).set_requires_grad(true);
       Dash optimizer({param}, preconditioned_from_step_one(method));
@@ -87,7 +87,7 @@ TEST(DashSafety, DivergedFiniteRootsAreFailuresNotUpdates) {
 // every root method. An optimizer that did nothing would pass the test above.
 TEST(DashSafety, ScaledGradientsStillReachAKnownMinimum) {
   auto generator = at::detail::createCPUGenerator(12);
-  for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+  for (auto method : kSolverMethods) {
     for (double scale : {1e-4, 1.0, 1e10}) {
       auto target = at::randn({6, 5}, generator);
       auto param = at::zeros({6, 5}).set_requires_grad(true);
@@ -143,7 +143,7 @@ TEST(DashSafety, TrainingRecoversFromExtremeGradients) {
   const std::vector<std::vector<double>> sequences = {{1e20}, {1e25}, {1e30}, {1e38}, {1e-20}, {1e-25}, {1e-30},
       {1e-38}, {1e38, 1e-38, 1e20, 1e-20, 1.0, 1e30, 1e-30, 1e19, 1e-19}};
   auto generator = at::detail::createCPUGenerator(13);
-  for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+  for (auto method : kSolverMethods) {
     for (const auto& scales : sequences) {
       auto target = at::randn({6, 5}, generator);
       auto param = at::zeros({6, 5}).set_requires_grad(true);
@@ -177,7 +177,7 @@ TEST(DashSafety, TrainingRecoversFromExtremeGradients) {
 // roots usable, for every root method (the margin the limit leaves is enough for
 // the solvers' spectral scaling).
 TEST(DashSafety, GradientsJustUnderTheLimitAreUsed) {
-  for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+  for (auto method : kSolverMethods) {
     auto param = at::zeros({8, 6}).set_requires_grad(true);
     Dash optimizer({param}, preconditioned_from_step_one(method).block_size(8));
     const float limit = 4.6e18f / 8.0f;

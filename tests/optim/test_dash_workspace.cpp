@@ -120,7 +120,7 @@ std::vector<Variant> variants() {
       DashOptions(0.01).block_size(8).start_step(2).root_frequency(2).momentum(0.5).weight_decay(0.1).execution(
           Execution::Batched);
   std::vector<Variant> result;
-  for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+  for (auto method : kSolverMethods) {
     result.push_back({"method " + to_string(method), DashOptions(base).root(testing::solver_options(method))});
   }
   result.push_back({"ndb by eigh", DashOptions(base).root(InverseRootOptions().method(RootMethod::NewtonDB))});
