@@ -70,7 +70,7 @@ enum class NewtonDBPolynomial {
 /// iteration by that iteration's rounding (in 16-bit modes, its 16-bit products) and by
 /// the spectral scale: margin·λ_max from the eigenvalues instead of power iteration's
 /// estimate. φ is not λ^{-1/p}: a fixed number of steps leaves the small eigenvalues
-/// under-resolved ("NewtonDB's root as a function of the eigenvalues", docs/benchmarks.md).
+/// under-resolved ("NewtonDB's root as a function of the eigenvalues", docs/experiments/2026-12-05-ndb-by-eigh.md).
 enum class NewtonDBEvaluation {
   Matmuls,  ///< the coupled iteration on the matrices (the paper's; matmuls only)
   Eigh,     ///< one eigh, then the scalar iteration on the eigenvalues: NewtonDB's
@@ -190,7 +190,7 @@ void check_inverse_root_options(int64_t p, const InverseRootOptions& options);
 /// A rule, not a timing, so that the same options give the same roots on every run.
 /// Why: on a CPU one eigh per factor costs less than the iteration's ~50 matmuls; on a
 /// GPU the batched eigh is the slower one (measurements: docs/results.md, "NewtonDB by
-/// eigh"; docs/benchmarks.md). A 16-bit precision asks for 16-bit matmuls, which eigh
+/// eigh"; docs/experiments/2026-12-05-ndb-by-eigh.md). A 16-bit precision asks for 16-bit matmuls, which eigh
 /// would not run. Other devices (MPS, XPU) get Matmuls, unmeasured.
 NewtonDBEvaluation resolve_newton_db_evaluation(const InverseRootOptions& options, const c10::Device& device);
 

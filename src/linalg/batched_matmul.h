@@ -11,7 +11,7 @@
 // operand once however many matmuls read it. Every cast so saved is a memory pass
 // over the stack; on an H200 at b = 1024 one takes about half as long as the
 // 16-bit matmul itself, and before the iterates stayed in 16 bits the casts made
-// 16-bit roots slower than TF32 ones (docs/benchmarks.md).
+// 16-bit roots slower than TF32 ones (docs/benchmarks.md, "GPU: one NVIDIA H200"; docs/experiments/2026-12-04-gpu-h200.md).
 
 #include <dash/inverse_root.h>
 

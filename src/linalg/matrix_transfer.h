@@ -7,7 +7,7 @@
 // Debian's LibTorch) and most of them too small to split on their own. On a CPU
 // these are one list of matrices instead, split over the cores as any
 // memory-bound pass (for_each_pass_range): the same values, no ATen op per region
-// (docs/benchmarks.md, "Gradients in and updates out over the cores").
+// (docs/experiments/2026-12-05-memory-passes.md, "Gradients in and updates out over the cores").
 
 #include <ATen/core/Tensor.h>
 

@@ -179,7 +179,7 @@ bool readable_stack(const at::Tensor& t, const at::Tensor& c) {
 // first ≤ col < last, row > col. It goes tile by tile through a buffer in the
 // first-level cache, so that C is read and written along rows only: transposing in
 // place wrote 32 rows at once, which at n = 512 or 1024 (a power-of-two stride)
-// fall into a few cache sets and evict each other (docs/benchmarks.md, "The
+// fall into a few cache sets and evict each other (docs/experiments/2026-12-03-step-floor.md, "The
 // mirror at power-of-two sizes").
 template <typename Scalar>
 void mirror_columns(Scalar* c, int64_t n, int64_t ldc, int64_t first, int64_t last) {

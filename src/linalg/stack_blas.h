@@ -23,7 +23,7 @@ namespace dash::linalg {
 /// range per thread with a single-threaded BLAS: as fast as OpenBLAS's own
 /// threads, and it leaves no OpenBLAS worker spinning afterwards. (A worker spins
 /// for a while after each multi-threaded call and takes a core from the next split,
-/// which then runs much slower: docs/benchmarks.md's history, "Factor updates with
+/// which then runs much slower: docs/experiments/2026-12-03-step-floor.md, "Factor updates with
 /// syrk".) Otherwise, and for work too small to split, one at::bmm_out.
 ///
 /// 16-bit stacks split the same way when ATen's own pool has a single thread

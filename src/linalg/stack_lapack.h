@@ -9,7 +9,7 @@
 // and the threads mostly wait for each other. A stack's independent matrices are
 // the parallelism a CPU can use (a per-block loop, as in Distributed Shampoo, has
 // none): split over the cores, a root step of many eighs runs several times faster
-// than with OpenBLAS's own threads (docs/benchmarks.md's history, "eigh across the
+// than with OpenBLAS's own threads (docs/experiments/2026-12-03-step-floor.md, "eigh across the
 // cores").
 //
 // Every matrix is solved with a single-threaded BLAS whenever the split is on, a

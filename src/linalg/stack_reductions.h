@@ -10,7 +10,7 @@
 // admit_matrices() writes) find it in cache; over the cores by for_each_pass_range()
 // (stack_lapack.h). ATen's reductions take one pass over the stack each, and its
 // a − aᵀ reads one operand across rows: as ATen ops the checks in front of a root
-// computation took several passes' time (docs/benchmarks.md's history, "Memory
+// computation took several passes' time (docs/experiments/2026-12-05-memory-passes.md, "Memory
 // passes around the roots"). Elsewhere (GPUs, other dtypes) the same results come from
 // ATen's reductions.
 

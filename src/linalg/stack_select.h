@@ -5,7 +5,7 @@
 // kernels. On a CPU the mask is host memory, so only the matrices it names are
 // written: ATen's where and masked_fill with an (N, 1, 1) mask run at a third of a
 // copy's speed on a CPU, and a masked fill that (nearly always) fills nothing still
-// writes the whole stack (docs/benchmarks.md, "Memory passes around the roots").
+// writes the whole stack (docs/experiments/2026-12-05-memory-passes.md, "Memory passes around the roots").
 
 #include <ATen/core/Tensor.h>
 

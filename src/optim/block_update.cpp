@@ -49,7 +49,7 @@ at::Tensor bias_correction_of(const at::Tensor& given, double beta, const Moment
 void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, double beta) {
   const double weight = beta < 1.0 ? 1.0 - beta : 1.0;
   // A factor is symmetric: where a CPU BLAS can form one triangle, it does half
-  // the multiply-adds (docs/benchmarks.md, "Factor updates with syrk").
+  // the multiply-adds (docs/experiments/2026-12-03-step-floor.md, "Factor updates with syrk").
   if (linalg::stack_syrk_supported(factor, grad)) {
     linalg::stack_syrk(factor, grad, /*transpose_a=*/!left, weight, beta);
     return;

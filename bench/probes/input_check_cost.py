@@ -2,7 +2,7 @@
 diagonal; src/linalg/stack_reductions.cpp) against whole root computations of the
 same stack: the same ATen reductions, timed alone.
 
-    "$(scripts/python.sh)" bench/input_check_cost.py        (docs/reliability.md)
+    "$(scripts/python.sh)" bench/probes/input_check_cost.py        (docs/reliability.md)
 """
 
 import time

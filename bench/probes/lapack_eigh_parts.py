@@ -6,7 +6,7 @@ tridiagonal (its eigenvectors) and, as the difference, the back-transformation. 
 the LAPACK that LibTorch loads (Debian: OpenBLAS's) through ctypes, with OpenBLAS set to
 one thread, as dash's eigh runs per core (linalg/stack_lapack.h).
 
-    /usr/bin/python3 bench/lapack_eigh_parts.py [--size 256] [--matrices 20] [--lapack PATH]
+    /usr/bin/python3 bench/probes/lapack_eigh_parts.py [--size 256] [--matrices 20] [--lapack PATH]
 
 Run it with nothing else on the machine.
 """

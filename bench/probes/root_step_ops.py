@@ -7,7 +7,7 @@ own CPU loops (linalg/stack_reductions.h, stack_select.h) are no ATen ops: their
 is in the `dash::roots` row's self time.
 
     MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=17179869184 \\
-      /usr/bin/python3 bench/root_step_ops.py [--method cn] [--precision bf16] [--layers 2] [--rows 30]
+      /usr/bin/python3 bench/probes/root_step_ops.py [--method cn] [--precision bf16] [--layers 2] [--rows 30]
 
 Run it with nothing else on the machine; the package from the build tree with
 PYTHONPATH=build/release/python.

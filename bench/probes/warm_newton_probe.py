@@ -7,7 +7,7 @@ of the uncoupled Newton iteration X ← X((p+1)I − X^p A)/p from it, in float6
 coupled iterations cannot start from it at all: their invariant M = X^p A needs X to
 commute with A.)
 
-    PYTHONPATH=build/release/python /usr/bin/python3 bench/warm_newton_probe.py
+    PYTHONPATH=build/release/python /usr/bin/python3 bench/probes/warm_newton_probe.py
 """
 
 import sys

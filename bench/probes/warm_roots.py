@@ -5,7 +5,7 @@ warm-started eigenbases (eigen_refresh_tolerance τ > 0), runs interleaved step 
 step so that machine noise hits all alike. Reports the root steps' optimizer time,
 how each root was computed, and the training loss.
 
-    /usr/bin/python3 bench/warm_roots.py [--steps 120] [--dim 256] [--block-size 256]
+    /usr/bin/python3 bench/probes/warm_roots.py [--steps 120] [--dim 256] [--block-size 256]
         [--tolerances 0,0.02,0.05,0.1] [--warm-iterations 1] [--beta-factor 0.95] [--root-frequency 10]
 """
 
@@ -20,7 +20,7 @@ import torch.nn.functional as F
 
 import dash
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def load_example():

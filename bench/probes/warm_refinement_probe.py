@@ -10,7 +10,7 @@ root error (plain and gradient-weighted, as RootMethod::Auto measures it) of kee
 the previous basis, of one unshifted QR step (what warm EVD does), and of refinement
 steps, with the paper's cluster threshold δ and with a per-pair one (|s_ij| ≤ c|gap|).
 
-    PYTHONPATH=build/release/python /usr/bin/python3 bench/warm_refinement_probe.py [--beta-factor 0.95]
+    PYTHONPATH=build/release/python /usr/bin/python3 bench/probes/warm_refinement_probe.py [--beta-factor 0.95]
 """
 
 import argparse

@@ -5,12 +5,12 @@ Every NewtonDB iterate is a polynomial in the normalised factor, so its ten-step
 is Q·φ(Λ)·Qᵀ for a scalar function φ. This script shows
 1. φ against the exact λ^(-1/4), on a diagonal matrix (the ratio per decade of
    λ/λ_max, multi-vector power-iteration scaling with margin 2, the defaults);
-2. on real factors of the small GPT (bench/auto_root_method.py's recording), the
+2. on real factors of the small GPT (bench/probes/auto_root_method.py's recording), the
    matrix iteration's root against the eigenvalue evaluation's, and both against the
    exact root, as plain and gradient-weighted relative errors (RootMethod::Auto's
    measure), with the time of each on the whole stack.
 
-    PYTHONPATH=build/release/python /usr/bin/python3 bench/ndb_eigenvalue_function.py [--steps 10,60]
+    PYTHONPATH=build/release/python /usr/bin/python3 bench/probes/ndb_eigenvalue_function.py [--steps 10,60]
 """
 
 import argparse

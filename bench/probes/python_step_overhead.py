@@ -2,7 +2,7 @@
 """The Python layer's cost per step: dash.Dash.step against the bare C++ step it wraps,
 on a 4×4 parameter that does no preconditioning (the step is all overhead).
 
-    /usr/bin/python3 bench/python_step_overhead.py [--steps 2000]
+    /usr/bin/python3 bench/probes/python_step_overhead.py [--steps 2000]
 """
 
 import argparse

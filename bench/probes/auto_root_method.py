@@ -6,7 +6,7 @@ dash.choose_root_method on the stack, which times each method and measures its
 error weighted by the factor (the preconditioned-gradient error). The plain
 relative error ‖X − X*‖_F / ‖X*‖_F is printed next to it for contrast.
 
-    /usr/bin/python3 bench/auto_root_method.py [--steps 10,60] [--epsilons 1e-10,1e-6]
+    /usr/bin/python3 bench/probes/auto_root_method.py [--steps 10,60] [--epsilons 1e-10,1e-6]
         [--precisions fp32,bf16] [--beta-factor 0.95] [--device cpu]
 """
 
@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 import dash
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 BLOCK = 256
 
 

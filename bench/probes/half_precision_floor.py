@@ -13,7 +13,7 @@ two clusters (half at 1, half at 1/κ), and rank b/4 (log-spaced over 1e-2) plus
 ε = 1/κ for all, i.e. regularised at the smallest eigenvalue: errors are relative
 Frobenius against float64 eigh of A, median over the stack.
 
-    PYTHONPATH=build/release/python /usr/bin/python3 bench/half_precision_floor.py
+    PYTHONPATH=build/release/python /usr/bin/python3 bench/probes/half_precision_floor.py
 """
 
 import math
