@@ -68,6 +68,8 @@ void Dash::add_param_group(const torch::optim::OptimizerParamGroup& param_group)
   TORCH_CHECK(!stepped || !distributed_ || distributed_->world_size() == 1,
       "dash::Dash: add_param_group after the first step is not supported with several ranks (they would split the "
       "blocks anew); add every parameter group before stepping");
+  // The existing groups' state is kept as it is: their shapes must not have changed.
+  if (stepped) impl_->check_layout(param_groups_);
   Optimizer::add_param_group(param_group);
   try {
     optim::check_options(optim::options_of(param_groups_.back()));

@@ -366,6 +366,14 @@ TEST(DashAddParamGroup, AfterTheFirstStepKeepsTheStateAndStartsTheNewGroupFresh)
     EXPECT_TRUE(at::equal(added[i], added_twin[i])) << "added group, " << i;
   }
   EXPECT_EQ(optimizer.diagnostics().steps_taken, 10);
+  // An existing group whose state-shaping options were edited since cannot keep its
+  // state: the same error as at the next step, and nothing added.
+  static_cast<DashOptions&>(optimizer.param_groups()[0].options()).block_size(8);
+  EXPECT_THAT(error_of([&] {
+    optimizer.add_param_group(torch::optim::OptimizerParamGroup({at::ones({3, 3})}));
+  }),
+      HasSubstr("decide the shape of its state"));
+  EXPECT_EQ(optimizer.param_groups().size(), 2u);
 }
 
 // add_param_group checks the group as the constructor does, and a refused group
