@@ -274,9 +274,9 @@ class Dash(torch.optim.Optimizer):
             group.update(params=params, **extra, **_group_from_cpp(self._cpp.group_options(index)))
             # The saved options take effect at the next step, but for an edit of one that
             # shapes the state (block_size, ...): the archive's state is built for its own.
+            layout = _C.state_layout(_cpp_from_group(group))  # the archive's, kept by every key applied
             for key, value in saved_options[index].items():
-                trial = _cpp_from_group({**group, key: value})
-                if key in group and _C.state_layout(trial) != _C.state_layout(_cpp_from_group(group)):
+                if key in group and _C.state_layout(_cpp_from_group({**group, key: value})) != layout:
                     warnings.warn(f"dash.Dash.load_state_dict: param group {index}'s {key}={value!r} would change "
                                   f"the shape of the loaded state; the checkpoint's {group[key]!r} is kept",
                                   stacklevel=2)

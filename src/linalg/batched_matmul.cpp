@@ -1,6 +1,7 @@
 #include "linalg/batched_matmul.h"
 
 #include "linalg/stack_blas.h"
+#include "linalg/stack_lapack.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -134,7 +135,9 @@ void add_to_diagonal(at::Tensor& t, const at::Tensor& values, Scratch& scratch) 
 
 at::Tensor in_dtype(const at::Tensor& t, at::ScalarType dtype, Scratch& scratch) {
   if (t.scalar_type() == dtype) return t;
-  return scratch.empty(t.sizes(), t.options().dtype(dtype)).copy_(t);
+  auto converted = scratch.empty(t.sizes(), t.options().dtype(dtype));
+  copy_over_cores(converted, t);
+  return converted;
 }
 
 double unit_roundoff(at::ScalarType type) {

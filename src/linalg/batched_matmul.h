@@ -74,7 +74,8 @@ at::Tensor widened(const at::Tensor& t, at::ScalarType dtype, Scratch& scratch);
 /// such as Newton's c₀ stays exact even where t is in 16 bits.
 void add_to_diagonal(at::Tensor& t, const at::Tensor& values, Scratch& scratch);
 
-/// `t` converted to `dtype`: `t` itself, or a copy in a buffer of `scratch`.
+/// `t` converted to `dtype`: `t` itself, or a copy in a buffer of `scratch`, made over
+/// the cores (copy_over_cores).
 at::Tensor in_dtype(const at::Tensor& t, at::ScalarType dtype, Scratch& scratch);
 
 /// Unit roundoff u of a floating-point type (float32 for any other type).

@@ -243,6 +243,17 @@ void for_each_pass_range(int64_t count, const at::Device& device, double bytes,
   for_each_range(count, device, pass, max_ranges);
 }
 
+void copy_over_cores(const at::Tensor& dst, const at::Tensor& src) {
+  if (dst.dim() == 0) {
+    dst.copy_(src);
+    return;
+  }
+  (void)dst.data_ptr();  // on this thread (for_each_pass_range)
+  const auto bytes = static_cast<double>(dst.numel() * (dst.element_size() + src.element_size()));
+  for_each_pass_range(
+      dst, bytes, [&](int64_t first, int64_t last) { dst.slice(0, first, last).copy_(src.slice(0, first, last)); });
+}
+
 void for_each_range(int64_t count, const at::Device& device,
     const std::function<void(int64_t first, int64_t last)>& solve, int64_t max_workers) {
   const auto& blas = openblas();

@@ -90,6 +90,10 @@ void for_each_pass_range(
 void for_each_pass_range(int64_t count, const at::Device& device, double bytes,
     const std::function<void(int64_t first, int64_t last)>& pass);
 
+/// dst ← src (converting where their dtypes differ) as such a pass: a conversion is
+/// memory-bound, and one core alone cannot saturate the memory.
+void copy_over_cores(const at::Tensor& dst, const at::Tensor& src);
+
 /// Less memory traffic than this (≈ 0.1 ms on one core) is not worth a thread.
 constexpr double kMinBytesPerRange = 2e6;
 

@@ -546,9 +546,7 @@ at::Tensor Engine::preconditioning_roots(
     state.root_operands_current = false;
   }
   if (!rounded_copy) {
-    const auto roots = rows.take(state.roots.narrow(0, offset, count));
-    if (roots.scalar_type() == operand_dtype) return roots;
-    return converted(roots, operand_dtype, block_scratch_);
+    return linalg::in_dtype(rows.take(state.roots.narrow(0, offset, count)), operand_dtype, block_scratch_);
   }
   if (!state.root_operands.defined()) {
     state.root_operands = at::empty_like(state.roots, state.roots.options().dtype(operand_dtype));

@@ -22,16 +22,13 @@ at::ScalarType state_dtype(MatmulPrecision precision);
 /// stays undefined. Returns whether it was converted.
 bool convert_state(at::Tensor& state, at::ScalarType dtype);
 
-/// `tensor` in `dtype`: itself where it has that dtype, else a copy in a buffer of
-/// `scratch`, converted over the cores (linalg::for_each_pass_range; linalg::in_dtype,
-/// for the solvers' 16-bit operands, converts on the calling thread).
-at::Tensor converted(const at::Tensor& tensor, at::ScalarType dtype, linalg::Scratch& scratch);
-
-/// `stored` as float32 for arithmetic: converted(stored, float32, scratch).
+/// `stored` as float32 for arithmetic: itself when it is float32 (or undefined), else
+/// a float32 copy in a buffer of `scratch` (linalg::in_dtype).
 at::Tensor widened(const at::Tensor& stored, linalg::Scratch& scratch);
 
 /// Writes `computed` (what arithmetic made of widened(stored)) back into `stored`,
-/// rounding to its dtype; nothing when they are one tensor.
+/// rounding to its dtype (over the cores: linalg::copy_over_cores); nothing when
+/// they are one tensor.
 void store_rounded(const at::Tensor& stored, const at::Tensor& computed);
 
 }  // namespace dash::optim
