@@ -60,7 +60,13 @@ int main(int argc, char** argv) {
       "                        --tf32 1 (solvers, step): float32 matmuls may run as TF32 on GPUs)\n"
       "       dash-bench distributed [--preset llama-tiny] [--layers N] [--block 256] [--frequency 10]\n"
       "                       [--method ndb] [--scaling multi-pi] [--communication fp32|bf16|fp16]\n"
-      "                       [--nproc 1] [--warmup 2] [--steps 20] [--json PATH]\n";
+      "                       [--schemes replicated,zero] [--nproc 1] [--warmup 2] [--steps 20]\n"
+      "                       [--one-process-memory 0|1] [--json PATH]\n"
+      "                       (each scheme's step time, bytes each rank sent over loopback per step,\n"
+      "                       rank 0's gradient, state, workspace and peak memory; the schemes\n"
+      "                       alternate in rounds of 5 steps; replicated includes the gradient\n"
+      "                       all-reduce DDP would do; --one-process-memory 1: rank 0 also\n"
+      "                       reports one process's memory for the whole model)\n";
   if (argc < 2) {
     std::cerr << usage;
     return 2;

@@ -37,6 +37,7 @@ std::shared_ptr<const dash::DistributedContext> distributed_context(
   auto group = dash::gloo_process_group_from_environment(environment, kCollectiveTimeout);
   const auto options = dash::DistributedOptions()
                            .communication_dtype(dash::parse_communication_dtype(config.communication_dtype))
+                           .scheme(dash::parse_distribution_scheme(config.distribution_scheme))
                            .timeout(kCollectiveTimeout);
   return std::make_shared<dash::DistributedContext>(group, options);
 }
@@ -75,7 +76,7 @@ int train(const dash_train::TrainConfig& config, const std::vector<std::string>&
   std::cout << "steps " << result.steps << (result.finished ? "" : " (stopped early)") << ", " << validation.str()
             << "\nmean ms per step: forward " << result.forward_ms << ", backward " << result.backward_ms
             << ", optimizer " << result.optimizer_ms << "; " << result.tokens_per_second << " tokens/s"
-            << (distributed ? "; optimizer all-gather " + std::to_string(result.optimizer_bytes_per_step) +
+            << (distributed ? "; optimizer communication " + std::to_string(result.optimizer_bytes_per_step) +
                                   " bytes per step per rank"
                             : std::string())
             << "\n"

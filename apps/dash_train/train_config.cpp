@@ -54,6 +54,7 @@ const std::vector<Key>& keys() {
       {"threads", &TrainConfig::threads, "intra-op CPU threads (0: LibTorch's default)", false},
       {"nproc", &TrainConfig::nproc, "local data-parallel ranks (Gloo on 127.0.0.1); or launch with torchrun's variables", false},
       {"communication_dtype", &TrainConfig::communication_dtype, "fp32, bf16 or fp16 updates in distributed DASH's all-gather", true},
+      {"distribution_scheme", &TrainConfig::distribution_scheme, "replicated (gradients all-reduced before the step) or zero (dash averages them, each rank its blocks'; needs optimizer dash and clip_grad_norm 0)", true},
       {"lr", &TrainConfig::lr, "peak learning rate", true},
       {"warmup_steps", &TrainConfig::warmup_steps, "linear warm-up steps before the cosine decay", true},
       {"min_lr_ratio", &TrainConfig::min_lr_ratio, "final lr as a fraction of lr", true},
@@ -203,6 +204,17 @@ void TrainConfig::check() const {
   TORCH_CHECK(threads >= 0, "dash-train: 'threads' must be ≥ 0, got ", threads);
   TORCH_CHECK(nproc >= 1 && nproc <= 64, "dash-train: 'nproc' must be in [1, 64], got ", nproc);
   check_name("communication_dtype", communication_dtype, dash::parse_communication_dtype);
+  check_name("distribution_scheme", distribution_scheme, dash::parse_distribution_scheme);
+  if (dash::parse_distribution_scheme(distribution_scheme) == dash::DistributionScheme::Zero) {
+    // The gradients are averaged inside the step: before it each rank holds its own,
+    // whose norm is not the global one.
+    TORCH_CHECK(
+        optimizer == "dash", "dash-train: 'distribution_scheme' zero needs optimizer dash, got '", optimizer, "'");
+    TORCH_CHECK(clip_grad_norm == 0.0,
+        "dash-train: 'distribution_scheme' zero needs clip_grad_norm 0 (the gradients are averaged inside the "
+        "optimizer step, after clipping would have happened), got ",
+        clip_grad_norm);
+  }
   try {
     (void)at::Device(device);
   } catch (const c10::Error&) {

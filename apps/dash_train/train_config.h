@@ -42,9 +42,10 @@ struct TrainConfig {
   bool resume = false;
   bool overwrite = false;  ///< replace a run already in out_dir/name (without it that is an error)
   bool progress = true;
-  int64_t threads = 0;                       ///< intra-op CPU threads; 0: LibTorch's default
-  int64_t nproc = 1;                         ///< > 1: launch this many local data-parallel ranks
-  std::string communication_dtype = "fp32";  ///< distributed DASH's update exchange
+  int64_t threads = 0;                             ///< intra-op CPU threads; 0: LibTorch's default
+  int64_t nproc = 1;                               ///< > 1: launch this many local data-parallel ranks
+  std::string communication_dtype = "fp32";        ///< distributed DASH's update exchange
+  std::string distribution_scheme = "replicated";  ///< replicated | zero (dash averages the gradients)
   // Schedule and regularisation.
   double lr = 3e-3;
   int64_t warmup_steps = 30;

@@ -133,7 +133,8 @@ Trainer::StepTimes Trainer::train_step(int64_t step, double lr, const std::vecto
   phase_start = Clock::now();
   optimizer_->zero_grad();
   loss.backward();
-  if (world_size_ > 1) {
+  // (Under the zero scheme the optimizer step averages them, each rank its blocks'.)
+  if (world_size_ > 1 && distributed_->options().scheme() == dash::DistributionScheme::Replicated) {
     std::vector<at::Tensor> gradients;
     for (const auto& parameter : parameters) gradients.push_back(parameter.grad());
     distributed_->average(gradients);

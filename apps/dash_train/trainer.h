@@ -31,7 +31,7 @@ struct TrainResult {
   double backward_ms = 0.0;              ///< backward + gradient averaging + clipping
   double optimizer_ms = 0.0;             ///< optimizer.step()
   double tokens_per_second = 0.0;        ///< all ranks together
-  int64_t optimizer_bytes_per_step = 0;  ///< distributed DASH's all-gather, this rank
+  int64_t optimizer_bytes_per_step = 0;  ///< distributed DASH's collectives, sent plus received by this rank
   int64_t root_failures = 0;             ///< DASH: roots that failed and kept the previous root, this rank
 };
 

@@ -7,14 +7,15 @@
 // Distributed DASH (the "D" of arXiv 2602.02016) over LibTorch's c10d: Gloo on
 // CPU, NCCL on CUDA. Give dash::Dash a DistributedContext and each rank keeps the
 // state of, and computes the update for, its share of the blocks; one all-gather
-// of a flat buffer per step gives every rank all updates.
+// per step gives every rank all updates, and the parameters stay identical.
 //
 //   auto store = c10::make_intrusive<c10d::TCPStore>("127.0.0.1", store_options);
 //   auto group = dash::make_gloo_process_group(store, rank, world_size);
 //   dash::Dash optimizer(params, options, std::make_shared<dash::DistributedContext>(group));
 //
-// The gradients must already be identical on all ranks (all-reduced by the training
-// loop, e.g. with DistributedContext::average); the parameters stay identical.
+// DistributionScheme says where the gradients come from: already identical on all
+// ranks (Replicated, the default: all-reduced by the training loop, e.g. DDP or
+// DistributedContext::average), or each rank's own, averaged by dash (Zero).
 
 #include <dash/process_group.h>
 
@@ -37,8 +38,22 @@ namespace dash {
 /// sent and rounds each update to 8 (bf16) or 11 (fp16) significant bits.
 enum class CommunicationDtype { FP32, BF16, FP16 };
 
+/// How the ranks' gradients reach the blocks they own.
+enum class DistributionScheme {
+  /// Every rank holds the same, already averaged gradients at step(): one all-gather
+  /// of the updates per step (plus the training loop's all-reduce before it).
+  Replicated,
+  /// Every rank holds its own gradients; dash averages them so that each rank receives
+  /// only its blocks' (ZeRO-2's reduce-scatter, as one all-to-all), and then all-gathers
+  /// the updates: about 2/3 of Replicated's bytes at 2 ranks. The averaged gradients
+  /// are written back into the blocks a rank owns; the rest of its gradients stay its own.
+  Zero,
+};
+
 struct DistributedOptions {
+  /// Element type of the exchanged updates (Zero's gradients are exchanged in float32).
   TORCH_ARG(CommunicationDtype, communication_dtype) = CommunicationDtype::FP32;
+  TORCH_ARG(DistributionScheme, scheme) = DistributionScheme::Replicated;
   /// A collective not finished after this long fails with an error (e.g. a rank died).
   TORCH_ARG(std::chrono::milliseconds, timeout) = std::chrono::minutes(5);
 };
@@ -100,5 +115,9 @@ c10::intrusive_ptr<ProcessGroup> gloo_process_group_from_environment(
 /// case-insensitive; an unknown name is a c10::Error listing the valid ones.
 std::string to_string(CommunicationDtype dtype);
 CommunicationDtype parse_communication_dtype(const std::string& name);
+
+/// The name of a distribution scheme ("replicated", "zero"), and the reverse.
+std::string to_string(DistributionScheme scheme);
+DistributionScheme parse_distribution_scheme(const std::string& name);
 
 }  // namespace dash

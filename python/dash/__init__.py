@@ -19,6 +19,7 @@ from .functional import (
     inverse_root,
     inverse_root_with_diagnostics,
 )
+from .ddp import no_reduce_hook
 from .optimizer import Dash
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "estimate_spectral_scale",
     "inverse_root",
     "inverse_root_with_diagnostics",
+    "no_reduce_hook",
 ]
 
 __version__ = "0.1.0"

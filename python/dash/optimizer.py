@@ -129,8 +129,11 @@ class Dash(torch.optim.Optimizer):
     each rank keeps the state of and computes the updates for its share of the
     blocks, and every step all-gathers the updates (``process_group``: the group to
     use, default the default group; ``distributed=False`` keeps everything on this
-    process). The gradients must be identical on all ranks at ``step()`` (DDP or an
-    all-reduce does that).
+    process). ``scheme="replicated"`` (default): the gradients must be identical on
+    all ranks at ``step()`` (DDP or an all-reduce does that). ``scheme="zero"``: each
+    rank's own gradients, which dash averages so that each rank receives only those
+    of its blocks (ZeRO-2; under DDP, register ``dash.no_reduce_hook`` as its
+    communication hook so that DDP does not all-reduce them first).
     """
 
     def __init__(
@@ -141,6 +144,7 @@ class Dash(torch.optim.Optimizer):
         process_group: Optional[Any] = None,
         distributed: bool = True,
         communication_dtype: str = "fp32",
+        scheme: str = "replicated",
         **options: Any,
     ):
         defaults = _group_from_cpp(_C.default_options())
@@ -157,11 +161,12 @@ class Dash(torch.optim.Optimizer):
             process_group=group,
             device_type=devices.pop() if len(devices) == 1 else "cpu",
             communication_dtype=communication_dtype,
+            scheme=scheme,
         )
         self._params = self._param_identities()
         self._unknown_keys_seen = self._unknown_keys()
         self._construction = dict(process_group=process_group, distributed=distributed,
-                                  communication_dtype=communication_dtype)
+                                  communication_dtype=communication_dtype, scheme=scheme)
 
     def _unknown_keys(self) -> frozenset:
         return frozenset(key for group in self.param_groups for key in group if key not in _KNOWN_KEYS)

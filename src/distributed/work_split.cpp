@@ -55,24 +55,6 @@ WorkSplit split_work(const blocking::StackPlan& plan, int64_t world_size) {
   return split;
 }
 
-std::vector<int64_t> owned_positions(const blocking::StackPlan& plan, const WorkSplit& split, int64_t rank) {
-  std::vector<int64_t> positions;
-  for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
-    const auto& stack = plan.gradient_stacks[s];
-    for (int64_t b = 0; b < stack.count(); ++b) {
-      if (split.block_owner[s][b] != rank) continue;
-      const auto block = blocking::flat_positions(plan, stack, b);
-      positions.insert(positions.end(), block.begin(), block.end());
-    }
-  }
-  for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {
-    if (split.segment_owner[j] != rank) continue;
-    const auto& segment = plan.adamw_segments[j];
-    for (int64_t i = 0; i < segment.numel; ++i) positions.push_back(segment.offset + i);
-  }
-  return positions;
-}
-
 blocking::StackPlan plan_for_rank(const blocking::StackPlan& plan, const WorkSplit& split, int64_t rank,
     const std::vector<blocking::GroupBlocking>& blocking) {
   std::vector<std::vector<bool>> keep_blocks;

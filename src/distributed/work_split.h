@@ -31,11 +31,6 @@ struct WorkSplit {
 
 WorkSplit split_work(const blocking::StackPlan& plan, int64_t world_size);
 
-/// The flat-buffer positions whose updates `rank` computes, in a fixed order
-/// (its blocks stack by stack, then its segments): what it contributes to the
-/// all-gather.
-std::vector<int64_t> owned_positions(const blocking::StackPlan& plan, const WorkSplit& split, int64_t rank);
-
 /// The plan restricted to `rank`'s blocks and segments.
 blocking::StackPlan plan_for_rank(const blocking::StackPlan& plan, const WorkSplit& split, int64_t rank,
     const std::vector<blocking::GroupBlocking>& blocking);

@@ -1,11 +1,14 @@
 #include "optim/distributor.h"
 
-#include "distributed/update_exchange.h"
+#include "distributed/share_exchange.h"
+#include "distributed/share_layout.h"
 #include "distributed/work_split.h"
 #include "linalg/matrix_transfer.h"
 
 #include <ATen/ATen.h>
+#include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <map>
 
 namespace dash::optim {
@@ -22,54 +25,39 @@ void decay_whole_parameters(const StepWrite& step) {
   for (auto& [factor, params] : decayed) at::_foreach_mul_(params, factor);
 }
 
-// The chunk-by-chunk part every scheme shares: write_blocks() takes a chunk's
-// block regions (blocking::regions_of_blocks) as (destination, update) pairs, and
-// flush_updates() moves the pairs taken since the last flush in one transfer.
-class PiecewiseDistributor : public Distributor {
+// Tensors viewed as their parameters' (rows, cols) matrices, once per parameter: a
+// view where the shape allows (in practice always), else a copy that write_back()
+// returns to the tensor.
+class MatrixViews {
  public:
-  explicit PiecewiseDistributor(linalg::Transfer transfer) : transfer_(transfer) {}
+  explicit MatrixViews(size_t count) : matrices_(count) {}
 
-  void write_blocks(const StepWrite& step, size_t stack, const std::vector<int64_t>& blocks, const at::Tensor& updates,
-      PhaseProfile& profile) final {
-    ScopedPhase phase(profile, Phase::Copies);
-    for (const auto& piece : blocking::regions_of_blocks(step.plan.gradient_stacks[stack].regions, blocks)) {
-      pending_.push_back(
-          {destination(step, piece), blocking::region_in_stack(updates, piece), destination_scale(step, piece.param)});
+  at::Tensor& of(const at::Tensor& tensor, const blocking::StackPlan& plan, int64_t param) {
+    auto& matrix = matrices_[static_cast<size_t>(param)];
+    if (!matrix.defined()) matrix = blocking::as_matrix(tensor, plan.parameters[param].view);
+    return matrix;
+  }
+
+  /// Copies the matrices that are not views back into `tensors`.
+  void write_back(const std::vector<at::Tensor>& tensors) {
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      if (matrices_[i].defined() && !matrices_[i].is_alias_of(tensors[i])) {
+        tensors[i].copy_(matrices_[i].view(tensors[i].sizes()));
+      }
     }
   }
 
-  void flush_updates(PhaseProfile& profile) final {
-    ScopedPhase phase(profile, Phase::Copies);
-    linalg::transfer_matrices(pending_, transfer_);
-    pending_.clear();
-  }
-
- protected:
-  /// Where a piece of a chunk's updates goes: a view of the piece's shape.
-  virtual at::Tensor destination(const StepWrite& step, const blocking::BlockRegion& piece) = 0;
-  /// Subtract's factor on parameter `param`'s destination (1 for Copy).
-  virtual double destination_scale(const StepWrite& /*step*/, int64_t /*param*/) const { return 1.0; }
-
-  std::vector<linalg::ViewPair> pending_;
-
  private:
-  linalg::Transfer transfer_;
+  std::vector<at::Tensor> matrices_;
 };
 
-// One process: W ← W·(1 − lr·wd) − lr·P straight from the blocks' updates, a
-// strided view per piece of a block region and one per AdamW parameter (spec §4
-// steps 1 and 9), the pieces taken since the last flush in one transfer
-// (linalg/matrix_transfer.h).
-class LocalDistributor final : public PiecewiseDistributor {
+// W ← W·(1 − lr·wd) − lr·P (spec §4 steps 1 and 9) from update pieces: a strided
+// view per block region and one per AdamW parameter, the pieces taken since the
+// last flush in one transfer (linalg/matrix_transfer.h).
+class ParameterWriter {
  public:
-  LocalDistributor() : PiecewiseDistributor(linalg::Transfer::Subtract) {}
-
-  bool computes_every_block() const override { return true; }
-  int64_t communicated_bytes_per_step() const override { return 0; }
-  int64_t workspace_bytes() const override { return 0; }
-
-  void begin_updates(const StepWrite& step) override {
-    matrices_.assign(step.params.size(), at::Tensor());
+  void begin(const StepWrite& step) {
+    views_ = MatrixViews(step.params.size());
     pending_.clear();
     // On a CPU the decay rides on the write-back's pass; elsewhere it goes first over
     // whole parameters (regions narrower than their parameter are not dense, and a
@@ -78,110 +66,259 @@ class LocalDistributor final : public PiecewiseDistributor {
     if (!decay_in_pass_) decay_whole_parameters(step);
   }
 
-  void finish_updates(const StepWrite& step, const at::Tensor& adamw_update,
-      const std::vector<int64_t>& segment_offsets, PhaseProfile& profile) override {
-    const auto& plan = step.plan;
-    for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {
-      const auto& segment = plan.adamw_segments[j];
-      for (auto i : segment.params) {
-        const auto& slot = plan.parameters[i];
-        if (!step.has_grad[i] || slot.numel == 0) continue;
-        pending_.push_back({step.params[i],
-            adamw_update.narrow(0, segment_offsets[j] + slot.offset - segment.offset, slot.numel)
-                .view(step.params[i].sizes()),
-            destination_scale(step, i)});
-      }
-    }
-    flush_updates(profile);
+  /// `updates`: the region's blocks, (grid_rows, grid_cols, block_rows, block_cols).
+  void add_region(const StepWrite& step, const blocking::BlockRegion& region, const at::Tensor& updates) {
+    const auto& matrix = views_.of(step.params[region.param], step.plan, region.param);
+    pending_.push_back({blocking::region_in_matrix(matrix, region), updates, scale(step, region.param)});
+  }
+
+  /// `update`: the whole parameter's, of its shape.
+  void add_parameter(const StepWrite& step, int64_t param, const at::Tensor& update) {
+    pending_.push_back({step.params[param], update, scale(step, param)});
+  }
+
+  void flush(PhaseProfile& profile) {
     ScopedPhase phase(profile, Phase::Copies);
-    for (size_t i = 0; i < step.params.size(); ++i) {
-      if (matrices_[i].defined() && !matrices_[i].is_alias_of(step.params[i])) {
-        step.params[i].copy_(matrices_[i].view(step.params[i].sizes()));
-      }
-    }
-    matrices_.clear();
+    linalg::transfer_matrices(pending_, linalg::Transfer::Subtract);
+    pending_.clear();
+  }
+
+  void finish(const StepWrite& step, PhaseProfile& profile) {
+    flush(profile);
+    ScopedPhase phase(profile, Phase::Copies);
+    views_.write_back(step.params);
+    views_ = MatrixViews(0);
   }
 
  private:
-  // In the parameter's (rows, cols) matrix: a view, or a copy (written back by
-  // finish_updates()) for a parameter whose shape cannot be viewed as one.
-  at::Tensor destination(const StepWrite& step, const blocking::BlockRegion& piece) override {
-    auto& matrix = matrices_[piece.param];
-    if (!matrix.defined())
-      matrix = blocking::as_matrix(step.params[piece.param], step.plan.parameters[piece.param].view);
-    return blocking::region_in_matrix(matrix, piece);
-  }
-  double destination_scale(const StepWrite& step, int64_t param) const override {
-    return decay_in_pass_ ? step.decay[param] : 1.0;
-  }
+  double scale(const StepWrite& step, int64_t param) const { return decay_in_pass_ ? step.decay[param] : 1.0; }
 
-  std::vector<at::Tensor> matrices_;
+  MatrixViews views_{0};
+  std::vector<linalg::ViewPair> pending_;
   bool decay_in_pass_ = true;
 };
 
-// A rank of several: its updates go to their flat positions, one all-gather brings
-// every rank's, and every parameter is updated from the flat buffer.
-class AllGatherDistributor final : public PiecewiseDistributor {
- public:
-  AllGatherDistributor(const DistributedContext& context, blocking::StackPlan& plan,
-      const std::vector<blocking::GroupBlocking>& blocking, const at::TensorOptions& options)
-      : PiecewiseDistributor(linalg::Transfer::Copy) {
-    const auto split = distributed::split_work(plan, context.world_size());
-    std::vector<std::vector<int64_t>> positions;
-    for (int64_t rank = 0; rank < context.world_size(); ++rank) {
-      positions.push_back(distributed::owned_positions(plan, split, rank));
+// The AdamW parameters of `plan` that take a step: calls visit(segment, param).
+template <typename Visit>
+void for_each_adamw_parameter(const StepWrite& step, const blocking::StackPlan& plan, Visit&& visit) {
+  for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {
+    for (auto i : plan.adamw_segments[j].params) {
+      if (step.has_grad[i] && plan.parameters[i].numel > 0) visit(j, i);
     }
-    exchange_ = std::make_unique<distributed::UpdateExchange>(context, positions, plan.flat_numel, options.device());
-    plan = distributed::plan_for_rank(plan, split, context.rank(), blocking);
-    // Zeros: the positions of parameters without a gradient are exchanged unread.
-    flat_update_ = at::zeros({plan.flat_numel + 1}, options);
+  }
+}
+
+// One process: every block's update straight into its parameter.
+class LocalDistributor final : public Distributor {
+ public:
+  void receive_gradients(const std::vector<at::Tensor>&, std::vector<bool>&, PhaseProfile&) override {}
+  at::Tensor maximum_over_ranks(const at::Tensor& values) override { return values; }
+  int64_t communicated_bytes_per_step() const override { return 0; }
+  int64_t workspace_bytes() const override { return 0; }
+
+  void begin_updates(const StepWrite& step) override { writer_.begin(step); }
+
+  void write_blocks(const StepWrite& step, size_t stack, const std::vector<int64_t>& blocks, const at::Tensor& updates,
+      PhaseProfile& profile) override {
+    ScopedPhase phase(profile, Phase::Copies);
+    for (const auto& piece : blocking::regions_of_blocks(step.plan.gradient_stacks[stack].regions, blocks)) {
+      writer_.add_region(step, piece, blocking::region_in_stack(updates, piece));
+    }
   }
 
-  bool computes_every_block() const override { return false; }
-  int64_t communicated_bytes_per_step() const override { return exchange_->bytes_per_step(); }
-  int64_t workspace_bytes() const override { return flat_update_.nbytes() + exchange_->buffer_bytes(); }
-
-  void begin_updates(const StepWrite&) override { pending_.clear(); }
+  void flush_updates(PhaseProfile& profile) override { writer_.flush(profile); }
 
   void finish_updates(const StepWrite& step, const at::Tensor& adamw_update,
       const std::vector<int64_t>& segment_offsets, PhaseProfile& profile) override {
-    // The segments are contiguous in the flat buffer: one pair each.
-    const auto& plan = step.plan;
-    for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {
-      const auto& segment = plan.adamw_segments[j];
-      pending_.push_back({flat_update_.narrow(0, segment.offset, segment.numel),
-          adamw_update.narrow(0, segment_offsets[j], segment.numel)});
+    for_each_adamw_parameter(step, step.plan, [&](size_t j, int64_t i) {
+      const auto& slot = step.plan.parameters[i];
+      writer_.add_parameter(step, i,
+          adamw_update.narrow(0, segment_offsets[j] + slot.offset - step.plan.adamw_segments[j].offset, slot.numel)
+              .view(step.params[i].sizes()));
+    });
+    writer_.finish(step, profile);
+  }
+
+ private:
+  ParameterWriter writer_;
+};
+
+// A rank of several: its updates go into its share (distributed/share_layout.h),
+// one all-gather brings every rank's, and every rank updates every parameter from
+// them as one process would, rank by rank through each rank's plan. Under Zero the
+// ranks' gradients are first averaged into the shares of the ranks that own them.
+class ExchangeDistributor final : public Distributor {
+ public:
+  ExchangeDistributor(const DistributedContext& context, blocking::StackPlan& plan,
+      const std::vector<blocking::GroupBlocking>& blocking, const at::TensorOptions& options)
+      : context_(context), zero_(context.options().scheme() == DistributionScheme::Zero) {
+    const auto split = distributed::split_work(plan, context.world_size());
+    int64_t largest_share = 0;
+    for (int64_t rank = 0; rank < context.world_size(); ++rank) {
+      rank_plans_.push_back(distributed::plan_for_rank(plan, split, rank, blocking));
+      layouts_.push_back(distributed::share_layout(rank_plans_.back()));
+      largest_share = std::max(largest_share, layouts_.back().numel);
+    }
+    exchange_ = std::make_unique<distributed::ShareExchange>(context, largest_share, zero_, options.device());
+    plan = rank_plans_[context.rank()];
+  }
+
+  void receive_gradients(
+      const std::vector<at::Tensor>& params, std::vector<bool>& has_grad, PhaseProfile& profile) override {
+    agree_on_gradients(params, has_grad, profile);
+    if (zero_) average_gradients(params, has_grad, profile);
+  }
+
+  at::Tensor maximum_over_ranks(const at::Tensor& values) override { return exchange_->maximum(values); }
+  int64_t communicated_bytes_per_step() const override { return exchange_->bytes_per_step(); }
+  int64_t workspace_bytes() const override { return exchange_->buffer_bytes(); }
+
+  void begin_updates(const StepWrite&) override { pending_.clear(); }
+
+  // Each run of consecutive blocks is one slice of the share.
+  void write_blocks(const StepWrite& step, size_t stack, const std::vector<int64_t>& blocks, const at::Tensor& updates,
+      PhaseProfile& profile) override {
+    ScopedPhase phase(profile, Phase::Copies);
+    const auto share =
+        distributed::stack_in_share(exchange_->own_updates(), layouts_[context_.rank()], step.plan, stack);
+    for (size_t first = 0; first < blocks.size();) {
+      size_t last = first;
+      while (last + 1 < blocks.size() && blocks[last + 1] == blocks[last] + 1) ++last;
+      const auto length = static_cast<int64_t>(last - first + 1);
+      pending_.push_back(
+          {share.narrow(0, blocks[first], length), updates.narrow(0, static_cast<int64_t>(first), length)});
+      first = last + 1;
+    }
+  }
+
+  void flush_updates(PhaseProfile& profile) override {
+    ScopedPhase phase(profile, Phase::Copies);
+    linalg::transfer_matrices(pending_, linalg::Transfer::Copy);
+    pending_.clear();
+  }
+
+  void finish_updates(const StepWrite& step, const at::Tensor& adamw_update,
+      const std::vector<int64_t>& segment_offsets, PhaseProfile& profile) override {
+    const auto& own = layouts_[context_.rank()];
+    for (size_t j = 0; j < step.plan.adamw_segments.size(); ++j) {
+      const auto numel = step.plan.adamw_segments[j].numel;
+      pending_.push_back({exchange_->own_updates().narrow(0, own.segment_offsets[j], numel),
+          adamw_update.narrow(0, segment_offsets[j], numel)});
     }
     flush_updates(profile);
     {
       ScopedPhase phase(profile, Phase::Communication);
-      exchange_->exchange(flat_update_);
+      exchange_->all_gather_updates();
     }
-    ScopedPhase phase(profile, Phase::Copies);
-    std::vector<at::Tensor> targets;
-    std::vector<at::Tensor> flat_updates;
-    for (size_t i = 0; i < step.params.size(); ++i) {
-      const auto& slot = plan.parameters[i];
-      if (!step.has_grad[i] || slot.numel == 0) continue;
-      targets.push_back(step.params[i]);
-      auto update = flat_update_.narrow(0, slot.offset, slot.numel).view(step.params[i].sizes());
-      flat_updates.push_back(
-          step.params[i].scalar_type() == at::kFloat ? update : update.to(step.params[i].scalar_type()));
+    writer_.begin(step);
+    for (int64_t rank = 0; rank < context_.world_size(); ++rank) {
+      const auto& plan = rank_plans_[rank];
+      const auto share = exchange_->updates_of(rank);
+      for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
+        const auto stack = distributed::stack_in_share(share, layouts_[rank], plan, s);
+        for (const auto& region : plan.gradient_stacks[s].regions) {
+          if (step.has_grad[region.param]) writer_.add_region(step, region, blocking::region_in_stack(stack, region));
+        }
+      }
+      for_each_adamw_parameter(step, plan, [&](size_t j, int64_t i) {
+        writer_.add_parameter(
+            step, i, distributed::parameter_in_share(share, layouts_[rank], plan, j, i, step.params[i].sizes()));
+      });
     }
-    decay_whole_parameters(step);
-    if (!targets.empty()) at::_foreach_add_(targets, flat_updates, -1.0);
+    writer_.finish(step, profile);
   }
 
  private:
-  // In the flat buffer, viewed as the parameter's (rows, cols) matrix.
-  at::Tensor destination(const StepWrite& step, const blocking::BlockRegion& piece) override {
-    const auto& slot = step.plan.parameters[piece.param];
-    return blocking::region_in_matrix(
-        flat_update_.narrow(0, slot.offset, slot.numel).view({slot.view.rows, slot.view.cols}), piece);
+  // Which parameters take a step, decided alike on every rank (one all-reduce of
+  // the mask and its negation: max and −min). Replicated gradients must agree
+  // already, and a rank that went on alone would wait forever in a collective the
+  // others skip; under Zero a parameter some rank has a gradient for takes a step,
+  // from a zero gradient where a rank has none (as DDP counts unused parameters).
+  void agree_on_gradients(const std::vector<at::Tensor>& params, std::vector<bool>& has_grad, PhaseProfile& profile) {
+    std::vector<float> signs;
+    for (bool has : has_grad) signs.push_back(has ? 1.0f : 0.0f);
+    for (bool has : has_grad) signs.push_back(has ? -1.0f : 0.0f);
+    at::Tensor agreed;
+    {
+      ScopedPhase phase(profile, Phase::Communication);
+      const auto device = exchange_->own_updates().device();
+      agreed = exchange_->maximum(at::tensor(signs, at::kFloat).to(device)).cpu();
+    }
+    const auto* values = agreed.data_ptr<float>();
+    const auto count = has_grad.size();
+    for (size_t i = 0; i < count; ++i) {
+      const bool some = values[i] > 0.0f;
+      const bool all = values[count + i] < 0.0f;
+      TORCH_CHECK(zero_ || some == all, "dash::Dash: rank ", context_.rank(), " of ", context_.world_size(),
+          ": parameter ", i, " of shape ", params[i].sizes(), " has a gradient on some ranks and not on others; with ",
+          "the replicated scheme every rank must hold the same (all-reduced) gradients (DDP does that), or use the ",
+          "zero scheme, which averages each rank's own");
+      if (some && !has_grad[i] && params[i].numel() > 0) params[i].mutable_grad() = at::zeros_like(params[i]);
+      has_grad[i] = some;
+    }
   }
 
-  std::unique_ptr<distributed::UpdateExchange> exchange_;
-  at::Tensor flat_update_;  ///< plan.flat_numel elements + 1 scratch, all-gathered
+  // Every rank's gradients of every rank's share, one all-to-all, and the average
+  // of this rank's share written back into its gradients.
+  void average_gradients(
+      const std::vector<at::Tensor>& params, const std::vector<bool>& has_grad, PhaseProfile& profile) {
+    std::vector<at::Tensor> grads;
+    for (const auto& param : params) grads.push_back(param.grad());
+    {
+      ScopedPhase phase(profile, Phase::Copies);
+      std::vector<linalg::ViewPair> pairs;
+      MatrixViews matrices(params.size());
+      for (int64_t rank = 0; rank < context_.world_size(); ++rank) {
+        share_pairs(rank, exchange_->gradient_contributions()[rank], grads, has_grad, matrices, pairs, false);
+      }
+      linalg::transfer_matrices(pairs, linalg::Transfer::Copy);
+    }
+    at::Tensor average;
+    {
+      ScopedPhase phase(profile, Phase::Communication);
+      average = exchange_->average_gradients();
+    }
+    ScopedPhase phase(profile, Phase::Copies);
+    std::vector<linalg::ViewPair> pairs;
+    MatrixViews matrices(params.size());
+    share_pairs(context_.rank(), average, grads, has_grad, matrices, pairs, true);
+    linalg::transfer_matrices(pairs, linalg::Transfer::Copy);
+    matrices.write_back(grads);
+  }
+
+  // The (share, gradient) pairs of rank `rank`'s blocks and AdamW parameters with a
+  // gradient: into the share, or (`into_gradients`) out of it.
+  void share_pairs(int64_t rank, const at::Tensor& share, const std::vector<at::Tensor>& grads,
+      const std::vector<bool>& has_grad, MatrixViews& matrices, std::vector<linalg::ViewPair>& pairs,
+      bool into_gradients) const {
+    const auto& plan = rank_plans_[rank];
+    auto add = [&](const at::Tensor& in_share, const at::Tensor& in_gradient) {
+      pairs.push_back(
+          into_gradients ? linalg::ViewPair{in_gradient, in_share} : linalg::ViewPair{in_share, in_gradient});
+    };
+    for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
+      const auto stack = distributed::stack_in_share(share, layouts_[rank], plan, s);
+      for (const auto& region : plan.gradient_stacks[s].regions) {
+        if (!has_grad[region.param]) continue;
+        add(blocking::region_in_stack(stack, region),
+            blocking::region_in_matrix(matrices.of(grads[region.param], plan, region.param), region));
+      }
+    }
+    for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {
+      for (auto i : plan.adamw_segments[j].params) {
+        if (!has_grad[i] || plan.parameters[i].numel == 0) continue;
+        add(distributed::parameter_in_share(share, layouts_[rank], plan, j, i, grads[i].sizes()), grads[i]);
+      }
+    }
+  }
+
+  const DistributedContext& context_;
+  bool zero_ = false;
+  std::vector<blocking::StackPlan> rank_plans_;  ///< every rank's blocks, to read its share
+  std::vector<distributed::ShareLayout> layouts_;
+  std::unique_ptr<distributed::ShareExchange> exchange_;
+  std::vector<linalg::ViewPair> pending_;  ///< updates into this rank's share, until the next flush
+  ParameterWriter writer_;
 };
 
 }  // namespace
@@ -189,7 +326,7 @@ class AllGatherDistributor final : public PiecewiseDistributor {
 std::unique_ptr<Distributor> make_distributor(const DistributedContext* context, blocking::StackPlan& plan,
     const std::vector<blocking::GroupBlocking>& blocking, const at::TensorOptions& options) {
   if (context != nullptr && context->world_size() > 1) {
-    return std::make_unique<AllGatherDistributor>(*context, plan, blocking, options);
+    return std::make_unique<ExchangeDistributor>(*context, plan, blocking, options);
   }
   return std::make_unique<LocalDistributor>();
 }

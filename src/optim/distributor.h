@@ -1,12 +1,15 @@
 #pragma once
 
-// Who computes which blocks, and how every parameter receives its update: the role
-// of Distributed Shampoo's DistributorInterface. In one process the engine computes
-// every block and writes the updates straight into the parameters; a rank of a
-// distributed optimizer computes its share of the blocks (distributed/work_split.h)
-// and all-gathers the others' updates (distributed/update_exchange.h). The engine
-// runs the same step either way. To add a scheme: a class in distributor.cpp and
-// its case in make_distributor().
+// Who computes which blocks, where their gradients come from and how every
+// parameter receives its update: the role of Distributed Shampoo's
+// DistributorInterface, both ends of a step. In one process the engine computes
+// every block from the parameters' gradients and the updates go straight into the
+// parameters. A rank of a distributed optimizer computes its share of the blocks
+// (distributed/work_split.h), under DistributionScheme::Zero from gradients
+// averaged over the ranks first, and all-gathers the others' updates
+// (distributed/share_exchange.h). The engine runs the same step either way. To add
+// a scheme: a class in distributor.cpp, its case in make_distributor(), and its
+// instance in tests/optim/test_distributor_contract.cpp.
 
 #include <dash/distributed.h>
 
@@ -33,15 +36,30 @@ class Distributor {
  public:
   virtual ~Distributor() = default;
 
-  /// Whether this process computes every block. When not, what all processes must
-  /// decide alike (is every gradient finite?) is read from the parameters' gradients.
-  virtual bool computes_every_block() const = 0;
+  // Gradients in.
+
+  /// Makes the parameters' gradients what this process's blocks and segments are to
+  /// read, before the engine gathers them. `has_grad` is this process's view (which
+  /// parameters have a gradient) and becomes the step's, alike on every rank where the
+  /// scheme needs that before the gradients move (the engine's decision checks it
+  /// for all schemes). Under Zero, the gradients of this rank's blocks and segments
+  /// become their average over the ranks.
+  virtual void receive_gradients(
+      const std::vector<at::Tensor>& params, std::vector<bool>& has_grad, PhaseProfile& profile) = 0;
+
+  /// What every process must decide alike, as every process sees it: the element-wise
+  /// maximum of `values` (float) over the ranks, NaN counting as +∞ on several ranks;
+  /// `values` themselves in one process.
+  virtual at::Tensor maximum_over_ranks(const at::Tensor& values) = 0;
+
+  // Accounting.
 
   /// Bytes this process sends plus receives per step.
   virtual int64_t communicated_bytes_per_step() const = 0;
-
-  /// Bytes the scheme keeps across steps (an exchange buffer), for the workspace count.
+  /// Bytes the scheme keeps across steps (exchange buffers), for the workspace count.
   virtual int64_t workspace_bytes() const = 0;
+
+  // Updates out.
 
   /// Starts a step's updates: before its first write_blocks().
   virtual void begin_updates(const StepWrite& step) = 0;
@@ -50,7 +68,7 @@ class Distributor {
   /// (blocks.size(), rows, cols). Taken by reference: `updates` must hold them
   /// until the next flush_updates() or finish_updates(), which write them where
   /// they go (W ← W·decay − lr·P in one process, the product rounded before the
-  /// difference; the exchange buffer on a rank of several).
+  /// difference; the exchanged share on a rank of several).
   virtual void write_blocks(const StepWrite& step, size_t stack, const std::vector<int64_t>& blocks,
       const at::Tensor& updates, PhaseProfile& profile) = 0;
 
@@ -60,7 +78,8 @@ class Distributor {
   /// Ends the step: the AdamW segments' updates (one after another in
   /// `adamw_update`, segment j from segment_offsets[j]) and what the scheme does once
   /// every block is in (a rank of several all-gathers, then updates every
-  /// parameter; no parameter changes before the collective has succeeded).
+  /// parameter the same way one process does; no parameter changes before the
+  /// collective has succeeded).
   virtual void finish_updates(const StepWrite& step, const at::Tensor& adamw_update,
       const std::vector<int64_t>& segment_offsets, PhaseProfile& profile) = 0;
 };

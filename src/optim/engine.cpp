@@ -216,6 +216,13 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
   const auto to = at::TensorOptions().dtype(at::kFloat).device(params_.front().device());
   factor_resets_total_ = at::zeros({}, to.dtype(at::kLong));
   distributor_ = make_distributor(distributed_.get(), plan_, blocking, to);
+  plan_uses_param_.assign(params_.size(), false);
+  for (const auto& stack : plan_.gradient_stacks) {
+    for (auto i : stack.block_params) plan_uses_param_[i] = true;
+  }
+  for (const auto& segment : plan_.adamw_segments) {
+    for (auto i : segment.params) plan_uses_param_[i] = true;
+  }
   for (const auto& stack : plan_.gradient_stacks) {
     const auto& options = options_of(groups[stack.group]);
     GradientStackState state;
@@ -280,21 +287,16 @@ bool Engine::matches(const std::vector<torch::optim::OptimizerParamGroup>& group
   return index == params_.size();
 }
 
-// Which parameters have a gradient this step; rejects gradients the step cannot use.
-// Returns false when there is nothing to do: no parameter with an element has a
-// gradient (such a step is not counted, as torch.optim's optimizers create no state).
-// A rank of a distributed optimizer decides from the plan alone, as every rank
-// does: a rank that returned on its own would leave the others waiting in the
-// all-gather.
+// Which parameters have a gradient this step, as the distributor makes them (alike
+// on every rank); rejects gradients the step cannot use. Returns false when there
+// is nothing to do: no parameter with an element has a gradient (such a step is not
+// counted, as torch.optim's optimizers create no state).
 bool Engine::collect_gradients(StepContext& context) {
   context.has_grad.assign(params_.size(), false);
-  bool any_gradient = false;
-  bool any_elements = false;
   for (size_t i = 0; i < params_.size(); ++i) {
     TORCH_CHECK(params_[i].sizes() == at::IntArrayRef(param_shapes_[i]), "dash::Dash: parameter ", i, " has shape ",
         params_[i].sizes(), ", but had ", at::IntArrayRef(param_shapes_[i]),
         " when its blocks were planned; a parameter's shape cannot change (build a new optimizer)");
-    any_elements = any_elements || plan_.parameters[i].numel > 0;
     const auto& grad = params_[i].grad();
     if (!grad.defined() || plan_.parameters[i].numel == 0) continue;
     TORCH_CHECK(!grad.is_sparse(), "dash::Dash: sparse gradients are not supported (parameter ", i, " of shape ",
@@ -304,28 +306,31 @@ bool Engine::collect_gradients(StepContext& context) {
     TORCH_CHECK(grad.scalar_type() == params_[i].scalar_type(), "dash::Dash: the gradient of parameter ", i, " is ",
         grad.scalar_type(), ", the parameter ", params_[i].scalar_type());
     context.has_grad[i] = true;
-    any_gradient = true;
   }
-  return distributor_->computes_every_block() ? any_gradient : any_elements;
+  // Which parameters take a step is the same on every rank from here on (under Zero,
+  // their gradients are averaged over the ranks).
+  distributor_->receive_gradients(params_, context.has_grad, profile_);
+  return std::find(context.has_grad.begin(), context.has_grad.end(), true) != context.has_grad.end();
 }
 
-// The step's one read back to the host: the largest gradient magnitude (NaN when
-// an entry is NaN: the reductions propagate it), one pass over them all and no mask
-// (linalg::largest_magnitude_of_list); with it the count of factors
-// reset so far, so that a reset is announced without a read of its own. A single
-// process that has gathered every gradient checks its gathered buffers (every
-// gradient element is in a stack or a segment, as float32); within a workspace
-// limit, which gathers the blocks chunk by chunk later, and on a rank of a
-// distributed optimizer, which holds only its share (and all ranks must decide
-// alike), the parameters' gradients are checked.
+// The step's one read back to the host: the largest magnitude of the gradients
+// this process uses (NaN when an entry is NaN: the reductions propagate it), one
+// pass over them all and no mask (linalg::largest_magnitude_of_list), and whether
+// a root failure limit is exceeded, both as every rank sees them (the distributor's
+// maximum over the ranks, so that all decide alike); with them the count of
+// factors reset so far, so that a reset is announced without a read of its own.
+// With every gradient gathered, the gathered buffers are checked (each element
+// this process uses is in a stack or a segment, as float32); within a workspace
+// limit, which gathers the blocks chunk by chunk later, the gradients of the
+// parameters whose blocks or segments this process computes.
 // Returns false when the step is to be skipped: a non-finite gradient
 // (non_finite_gradients) or one above overflow_limit() (always skipped: the
 // float32 statistics would overflow and no later root could be computed).
 bool Engine::gradients_usable(StepContext& context) {
   std::vector<at::Tensor> checked;
-  if (!distributor_->computes_every_block() || !context.keep_gradients) {
+  if (!context.keep_gradients) {
     for (size_t i = 0; i < params_.size(); ++i) {
-      if (context.has_grad[i]) checked.push_back(params_[i].grad());
+      if (context.has_grad[i] && plan_uses_param_[i]) checked.push_back(params_[i].grad());
     }
   } else {
     for (const auto& stack : stacks_) checked.push_back(stack.gathered);
@@ -333,14 +338,14 @@ bool Engine::gradients_usable(StepContext& context) {
   }
   // (No gradient elements at all: nothing to skip for; a zero stands in.)
   const auto largest_magnitude = linalg::largest_magnitude_of_list(checked);
-  std::vector<at::Tensor> read{largest_magnitude, factor_resets_total_.to(at::kFloat)};
-  const auto exceeded = bounded_failures_exceeded(context);
-  if (exceeded.defined()) read.push_back(exceeded);
-  const auto host = at::stack(read).cpu();
+  auto exceeded = bounded_failures_exceeded(context);
+  if (!exceeded.defined()) exceeded = at::zeros({}, largest_magnitude.options());
+  const auto decided = distributor_->maximum_over_ranks(at::stack({largest_magnitude, exceeded}));
+  const auto host = at::cat({decided, factor_resets_total_.to(at::kFloat).view({1})}).cpu();
   // Before anything of this step changes: the failures of earlier steps.
-  if (exceeded.defined() && host[2].item<double>() > 0.0) raise_bounded_failures(context);
+  if (host[1].item<double>() > 0.0) raise_bounded_failures(context);
   const double largest = host[0].item<double>();
-  const auto resets = static_cast<int64_t>(host[1].item<double>());
+  const auto resets = static_cast<int64_t>(host[2].item<double>());
   if (resets > factor_resets_reported_) {
     TORCH_WARN("dash::Dash: ", resets - factor_resets_reported_,
         " factor(s) had overflowed, or were about to (entries above FLT_MAX/(16 b)), and were restarted from zero "
@@ -364,9 +369,13 @@ bool Engine::gradients_usable(StepContext& context) {
       too_large = i;
     }
   }
+  // On a rank of several, the gradient may be another rank's (under Zero, averaged
+  // into this rank's blocks or not seen here at all).
+  const bool local = non_finite || too_large;
   const size_t culprit = non_finite.value_or(too_large.value_or(0));
-  const auto where = "parameter " + std::to_string(culprit) + " of shape " + c10::str(params_[culprit].sizes());
-  if (!non_finite) {
+  const auto where = local ? "parameter " + std::to_string(culprit) + " of shape " + c10::str(params_[culprit].sizes())
+                           : std::string("another rank's gradients");
+  if (local ? !non_finite : std::isfinite(largest)) {
     const double magnitude = std::isfinite(largest) || !too_large
                                  ? largest
                                  : params_[*too_large].grad().abs().max().to(at::kDouble).item<double>();
@@ -377,7 +386,14 @@ bool Engine::gradients_usable(StepContext& context) {
     ++overflow_skipped_steps_;
     return false;
   }
-  const auto policy = context.options(plan_.parameters[culprit].group).non_finite_gradients();
+  // Not seen here: the strictest group's policy, so that every rank raises where
+  // the rank that saw it may.
+  auto policy = context.options(plan_.parameters[culprit].group).non_finite_gradients();
+  for (size_t g = 0; !local && g < context.groups->size(); ++g) {
+    if (context.options(static_cast<int64_t>(g)).non_finite_gradients() == NonFiniteGradients::Error) {
+      policy = NonFiniteGradients::Error;
+    }
+  }
   TORCH_CHECK(policy == NonFiniteGradients::SkipStep, "dash::Dash: non-finite gradient (NaN or Inf) in ", where,
       "; set the option non_finite_gradients to \"skip-step\" (C++: NonFiniteGradients::SkipStep) to skip such "
       "steps");
@@ -499,10 +515,6 @@ at::Tensor Engine::bounded_failures_exceeded(const StepContext& context) const {
   std::vector<at::Tensor> exceeded;
   for (size_t k = 0; k < factors_.size(); ++k) {
     const auto limit = context.options(plan_.factor_stacks[k].group).max_consecutive_root_failures();
-    // Each rank counts the failures of its own factors only: ranks would decide apart.
-    TORCH_CHECK(limit == 0 || distributor_->computes_every_block(),
-        "dash::Dash: max_consecutive_root_failures is not supported with "
-        "several ranks yet; set it to 0");
     if (limit > 0 && factors_[k].consecutive_failures.defined()) {
       exceeded.push_back((factors_[k].consecutive_failures.max() >= limit).to(at::kFloat));
     }
@@ -525,6 +537,10 @@ void Engine::raise_bounded_failures(const StepContext& context) const {
             ? " usually helps"
             : ", float32 precision or the EVD root method usually helps");
   }
+  // Every rank raises: the stack over its limit is another rank's.
+  TORCH_CHECK(false,
+      "dash::Dash: an inverse root on another rank failed max_consecutive_root_failures computations "
+      "in a row; that rank's error names the factor stack");
 }
 
 // The roots of `rows` (blocks of a gradient stack whose factors are count factors

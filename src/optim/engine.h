@@ -163,6 +163,7 @@ class Engine {
   std::shared_ptr<const DistributedContext> distributed_;
   std::vector<at::Tensor> params_;
   std::vector<std::vector<int64_t>> param_shapes_;  // as planned: a parameter's shape may not change
+  std::vector<bool> plan_uses_param_;  ///< per parameter: some of its blocks or its segment are this process's
   std::vector<GradientStackState> stacks_;
   std::vector<FactorStackState> factors_;
   std::vector<AdamWSegmentState> segments_;

@@ -35,11 +35,12 @@ torch::optim::OptimizerParamGroup param_group(std::vector<at::Tensor> params, co
 // A torch.distributed process group as the C++ group it wraps. This needs the
 // extension and torch to share pybind11's type registry (same pybind11 ABI): a
 // torch built elsewhere may not, and then the error says so.
-std::shared_ptr<const DistributedContext> distributed_context(
-    const py::object& process_group, const std::string& device_type, const std::string& communication_dtype) {
+std::shared_ptr<const DistributedContext> distributed_context(const py::object& process_group,
+    const std::string& device_type, const std::string& communication_dtype, const std::string& scheme) {
   DistributedOptions options;
   options.communication_dtype(as_value_error(
       [&] { return parse_communication_dtype(communication_dtype); }, "dash.Dash: communication_dtype: "));
+  options.scheme(as_value_error([&] { return parse_distribution_scheme(scheme); }, "dash.Dash: scheme: "));
   if (process_group.is_none()) return nullptr;
   c10::intrusive_ptr<c10d::ProcessGroup> group;
   try {
@@ -153,14 +154,14 @@ void bind_optimizer(py::module_& module) {
   py::class_<Dash>(module, "Optimizer")
       .def(py::init([](const std::vector<std::pair<std::vector<at::Tensor>, py::dict>>& groups,
                         const py::object& process_group, const std::string& device_type,
-                        const std::string& communication_dtype) {
+                        const std::string& communication_dtype, const std::string& scheme) {
         std::vector<torch::optim::OptimizerParamGroup> param_groups;
         for (const auto& [params, options] : groups) param_groups.push_back(param_group(params, options));
         return std::make_unique<Dash>(std::move(param_groups), DashOptions(),
-            distributed_context(process_group, device_type, communication_dtype));
+            distributed_context(process_group, device_type, communication_dtype, scheme));
       }),
           py::arg("groups"), py::arg("process_group") = py::none(), py::arg("device_type") = "cpu",
-          py::arg("communication_dtype") = "fp32")
+          py::arg("communication_dtype") = "fp32", py::arg("scheme") = "replicated")
       .def("add_param_group",
           [](Dash& optimizer, std::vector<at::Tensor> params, const py::dict& options) {
             auto group = param_group(std::move(params), options);

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # dash-train on 2 local ranks (Gloo on 127.0.0.1): trains, checkpoints each rank's
-# shard, refuses to resume on 3 ranks with a clear error, resumes on 2.
+# shard, refuses to resume on 3 ranks with a clear error, resumes on 2; the zero
+# scheme (dash averages the gradients) trains and refuses gradient clipping.
 # Usage: dash_train_nproc_smoke.sh PATH/TO/dash-train
 set -euo pipefail
 exe=$1
@@ -19,4 +20,11 @@ grep -q "resume with the same number of ranks" "$out/error.txt" || { cat "$out/e
 "$exe" "${common[@]}" --nproc 2 --resume
 grep -q '"world_size": 2' "$out/run/summary.json"
 grep -q '"finished": true' "$out/run/summary.json"
+"$exe" "${common[@]}" --nproc 2 --name zero --distribution-scheme zero --clip-grad-norm 0
+grep -q '"finished": true' "$out/zero/summary.json"
+if "$exe" "${common[@]}" --nproc 2 --name zero-clipped --distribution-scheme zero 2> "$out/error.txt"; then
+  echo "FAIL: the zero scheme accepted gradient clipping" >&2
+  exit 1
+fi
+grep -q "'distribution_scheme' zero needs clip_grad_norm 0" "$out/error.txt" || { cat "$out/error.txt" >&2; exit 1; }
 echo "dash-train --nproc 2 smoke: OK"

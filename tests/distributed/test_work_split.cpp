@@ -49,11 +49,20 @@ TEST(LongestProcessingTimeFirst, IsWithinGrahamsBoundOfTheOptimum) {
 
 TEST(WorkSplit, EveryPositionIsOwnedByExactlyOneRank) {
   const auto plan = example_plan();
+  const std::vector<blocking::GroupBlocking> blocking = {{32, false, 0}};
   for (int64_t ranks : {1, 2, 3, 7, 40}) {
     const auto split = split_work(plan, ranks);
     std::vector<int> owners(static_cast<size_t>(plan.flat_numel), 0);
     for (int64_t rank = 0; rank < ranks; ++rank) {
-      for (const auto position : owned_positions(plan, split, rank)) ++owners[static_cast<size_t>(position)];
+      const auto part = plan_for_rank(plan, split, rank, blocking);
+      for (const auto& stack : part.gradient_stacks) {
+        for (int64_t b = 0; b < stack.count(); ++b) {
+          for (const auto position : blocking::flat_positions(part, stack, b)) ++owners[static_cast<size_t>(position)];
+        }
+      }
+      for (const auto& segment : part.adamw_segments) {
+        for (int64_t i = 0; i < segment.numel; ++i) ++owners[static_cast<size_t>(segment.offset + i)];
+      }
     }
     for (size_t i = 0; i < owners.size(); ++i) ASSERT_EQ(owners[i], 1) << "position " << i << ", " << ranks << " ranks";
     EXPECT_EQ(split_work(plan, ranks).block_owner, split.block_owner) << "deterministic";

@@ -1,10 +1,12 @@
 """One rank of test_distributed.py: trains the shared problem with dash.Dash over
 torch.distributed (Gloo) and saves its final parameters to OUT_DIR/rank<R>.pt.
 
-usage: distributed_worker.py OUT_DIR default|explicit|mismatch   (RANK, WORLD_SIZE, MASTER_* set)
+usage: distributed_worker.py OUT_DIR default|explicit|mismatch|ddp-zero   (RANK, WORLD_SIZE, MASTER_* set)
 
 mismatch: rank 1 has a parameter of another shape; every rank must refuse to start
-(prints the error and exits 3).
+(prints the error and exits 3). ddp-zero: a small model under DDP with
+dash.no_reduce_hook and dash.Dash(scheme="zero"), each rank on its own batches
+(distributed_problem.train_ddp_zero).
 """
 
 import sys
@@ -14,7 +16,7 @@ import torch
 import torch.distributed as dist
 
 import dash
-from distributed_problem import STEPS, make_optimizer, train
+from distributed_problem import STEPS, make_optimizer, train, train_ddp_zero
 
 out_dir, which_group = Path(sys.argv[1]), sys.argv[2]
 dist.init_process_group("gloo")
@@ -26,6 +28,12 @@ if which_group == "mismatch":
     except RuntimeError as error:
         print(error)
         sys.exit(3)
+    sys.exit(0)
+if which_group == "ddp-zero":
+    model = train_ddp_zero(dist.get_rank())
+    torch.save([p.detach() for p in model.parameters()], out_dir / f"rank{dist.get_rank()}.pt")
+    dist.barrier()
+    dist.destroy_process_group()
     sys.exit(0)
 params, optimizer = make_optimizer(process_group=group)
 assert optimizer.diagnostics()["communicated_bytes_per_step"] > 0, "not distributed"

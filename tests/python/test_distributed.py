@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from distributed_problem import STEPS, make_optimizer, train
+from distributed_problem import STEPS, make_optimizer, train, train_ddp_zero_reference
 
 HERE = Path(__file__).resolve().parent
 
@@ -55,3 +55,15 @@ def test_ranks_with_different_parameters_refuse_to_start(tmp_path):
     for rank, (code, output) in enumerate(run_ranks(tmp_path, "mismatch")):
         assert code == 3, f"rank {rank} did not refuse:\n{output}"
         assert "the ranks disagree about the parameter shapes" in output, output
+
+
+def test_ddp_with_zero_scheme_matches_one_process_on_the_average_gradient(tmp_path):
+    world_size = 2
+    for rank, (code, output) in enumerate(run_ranks(tmp_path, "ddp-zero", world_size)):
+        assert code == 0, f"rank {rank} failed:\n{output}"
+    reference = train_ddp_zero_reference(world_size)
+    for rank in range(world_size):
+        distributed = torch.load(tmp_path / f"rank{rank}.pt")
+        for single, shared in zip(reference.parameters(), distributed):
+            assert torch.equal(single.detach(), shared), (
+                f"rank {rank} differs from one process by {(single.detach() - shared).abs().max().item()}")

@@ -1,0 +1,74 @@
+#pragma once
+
+// The collectives of a distributed step (spec §6), over shares of equal length (the
+// largest rank's, distributed/share_layout.h): one all-gather of the updates; under
+// DistributionScheme::Zero before it one all-to-all of the gradients, each rank
+// receiving every rank's contribution to its own share and averaging them (ZeRO-2's
+// reduce-scatter: Gloo has no reduce-scatter, and an all-to-all moves the same
+// bytes); and the small all-reduce by which the ranks decide a step alike.
+
+#include <dash/distributed.h>
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace dash::distributed {
+
+class ShareExchange {
+ public:
+  /// `share_numel`: the largest rank's share. `gradients`: also keeps the buffers of
+  /// average_gradients().
+  ShareExchange(const DistributedContext& context, int64_t share_numel, bool gradients, const at::Device& device);
+
+  /// This rank's updates, in the communication dtype, to be filled before
+  /// all_gather_updates().
+  const at::Tensor& own_updates() const { return send_values_; }
+  /// Gives every rank every rank's own_updates(); afterwards updates_of(r) holds rank r's.
+  void all_gather_updates();
+  /// Rank r's updates after all_gather_updates(), in the communication dtype.
+  at::Tensor updates_of(int64_t rank) const;
+
+  /// (world_size, share) float32: row r is this rank's gradients of rank r's share, to
+  /// be filled before average_gradients().
+  const at::Tensor& gradient_contributions() const { return contributions_; }
+  /// Every rank's contribution to this rank's share, averaged over the ranks (one
+  /// all-to-all): (share,) float32. It lives in own_updates()' buffer where that is
+  /// float32, so it is to be read before the updates are written.
+  at::Tensor average_gradients();
+
+  /// The element-wise maximum of `values` over the ranks, NaN counting as +∞ (one
+  /// all-reduce of a float32 copy).
+  at::Tensor maximum(const at::Tensor& values) const;
+
+  /// Bytes this rank sends plus receives per step: its share and the others' in the
+  /// all-gather, and under Zero (world_size − 1) shares each way in the all-to-all.
+  /// (The decision's all-reduce, a few bytes per parameter, is not counted.)
+  int64_t bytes_per_step() const;
+  /// Bytes of the buffers it keeps.
+  int64_t buffer_bytes() const;
+
+ private:
+  void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
+
+  const DistributedContext& context_;
+  int64_t share_ = 0;  ///< elements per rank, padded to whole 32-bit words
+  // The update buffers are int32 words viewed as the communication dtype: an
+  // all-gather only copies bits, and every backend moves int32 (Gloo in LibTorch
+  // 1.13 has no bfloat16).
+  at::Tensor send_words_;                  ///< (share · element / 4,) int32
+  at::Tensor receive_words_all_;           ///< world_size of those
+  std::vector<at::Tensor> receive_words_;  ///< one slice of receive_words_all_ per rank
+  at::Tensor send_values_;                 ///< send_words_ viewed as the communication dtype
+  at::Tensor receive_values_;              ///< receive_words_all_ viewed likewise
+  // Zero only: the all-to-all's input (receive_words_all_ itself where the updates
+  // are float32: it is free until the all-gather) and output, and the average
+  // (send_values_ where float32).
+  at::Tensor contributions_;
+  at::Tensor received_;
+  at::Tensor average_;
+  std::vector<at::Tensor> owned_buffers_;  ///< what buffer_bytes() counts
+};
+
+}  // namespace dash::distributed

@@ -1,0 +1,200 @@
+// The contract every distributor (src/optim/distributor.h) keeps, checked through
+// dash::Dash on ranks run as threads (tests/support/gloo_threads.h), for every
+// scheme and 1 to 3 ranks:
+// - after ten steps the parameters are those of one process given the ranks'
+//   average gradient, bitwise: per block the arithmetic is one process's, and the
+//   average is rounded as the reference's stack(...).sum(0) / n is;
+// - so on ragged blocks, within a workspace limit and without, and with ranks that
+//   own no block at all;
+// - a parameter that some rank has no gradient for is averaged with zeros (Zero) or
+//   refused on every rank (Replicated, whose gradients must agree);
+// - a collective that fails leaves the parameters as they were.
+// A new scheme adds its case to kSchemes.
+
+#include "distributed/distributed_problem.h"
+#include "support/error_message.h"
+#include "support/gloo_skip.h"
+#include "support/gloo_threads.h"
+
+#include <dash/distributed.h>
+
+#include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace dash {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Rank r's own gradients at a step: the problem's, plus noise of its own.
+std::vector<at::Tensor> local_gradients(const std::vector<at::Tensor>& params, int64_t step, int64_t rank) {
+  testing::set_distributed_problem_gradients(params, step);
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(5000 + 100 * step + rank);
+  std::vector<at::Tensor> grads;
+  for (const auto& param : params) grads.push_back(param.grad() + at::randn(param.sizes(), generator, at::kFloat));
+  return grads;
+}
+
+// Parameter `missing` has no gradient on rank 1 (-1: none missing).
+bool lacks_gradient(int64_t rank, size_t param, int64_t missing) {
+  return rank == 1 && static_cast<int64_t>(param) == missing;
+}
+
+std::vector<at::Tensor> average_gradients(
+    const std::vector<at::Tensor>& params, int64_t step, int64_t ranks, int64_t missing) {
+  std::vector<std::vector<at::Tensor>> per_rank;
+  for (int64_t rank = 0; rank < ranks; ++rank) per_rank.push_back(local_gradients(params, step, rank));
+  std::vector<at::Tensor> average;
+  for (size_t i = 0; i < params.size(); ++i) {
+    std::vector<at::Tensor> terms;
+    for (int64_t rank = 0; rank < ranks; ++rank) {
+      terms.push_back(lacks_gradient(rank, i, missing) ? at::zeros_like(params[i]) : per_rank[rank][i]);
+    }
+    average.push_back(at::stack(terms).sum(0).div(static_cast<double>(ranks)));
+  }
+  return average;
+}
+
+struct Problem {
+  bool tiny = false;
+  double workspace_limit = DashOptions().workspace_limit();
+  int64_t missing = -1;
+};
+
+std::vector<at::Tensor> one_process(const Problem& run, int64_t ranks) {
+  auto params = testing::distributed_problem_parameters(run.tiny);
+  Dash optimizer(params, testing::distributed_problem_options().workspace_limit(run.workspace_limit));
+  for (int64_t step = 0; step < testing::kDistributedProblemSteps; ++step) {
+    const auto average = average_gradients(params, step, ranks, run.missing);
+    for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = average[i];
+    optimizer.step();
+  }
+  std::vector<at::Tensor> values;
+  for (const auto& param : params) values.push_back(param.detach().clone());
+  return values;
+}
+
+// Each rank's parameters after the run: under Zero from its own gradients, under
+// Replicated from the average, as DDP would have made it.
+std::vector<std::vector<at::Tensor>> on_ranks(DistributionScheme scheme, int64_t ranks, const Problem& run) {
+  std::vector<std::vector<at::Tensor>> results(static_cast<size_t>(ranks));
+  testing::on_gloo_ranks(ranks, DistributedOptions().scheme(scheme), [&](int64_t rank, DistributedContext& context) {
+    auto params = testing::distributed_problem_parameters(run.tiny);
+    Dash optimizer(params, testing::distributed_problem_options().workspace_limit(run.workspace_limit),
+        std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
+    for (int64_t step = 0; step < testing::kDistributedProblemSteps; ++step) {
+      const auto grads = scheme == DistributionScheme::Zero ? local_gradients(params, step, rank)
+                                                            : average_gradients(params, step, ranks, run.missing);
+      for (size_t i = 0; i < params.size(); ++i) {
+        params[i].mutable_grad() = lacks_gradient(rank, i, run.missing) ? at::Tensor() : grads[i];
+      }
+      optimizer.step();
+    }
+    for (const auto& param : params) results[rank].push_back(param.detach().clone());
+  });
+  return results;
+}
+
+void expect_bitwise(const std::vector<std::vector<at::Tensor>>& ranks, const std::vector<at::Tensor>& reference) {
+  for (size_t rank = 0; rank < ranks.size(); ++rank) {
+    ASSERT_EQ(ranks[rank].size(), reference.size());
+    for (size_t i = 0; i < reference.size(); ++i) {
+      EXPECT_TRUE(at::equal(ranks[rank][i], reference[i]))
+          << "rank " << rank << ", parameter " << i << ": largest difference "
+          << (ranks[rank][i] - reference[i]).abs().max().item<double>();
+    }
+  }
+}
+
+using Case = std::tuple<DistributionScheme, int64_t>;
+
+class DistributorContract : public ::testing::TestWithParam<Case> {
+ protected:
+  DistributionScheme scheme() const { return std::get<0>(GetParam()); }
+  int64_t ranks() const { return std::get<1>(GetParam()); }
+};
+
+TEST_P(DistributorContract, RanksEqualOneProcessOnTheAverageGradient) {
+  DASH_SKIP_WITHOUT_GLOO();
+  for (const double limit : {DashOptions().workspace_limit(), 0.0}) {
+    SCOPED_TRACE("workspace_limit " + std::to_string(limit));
+    Problem run;
+    run.workspace_limit = limit;
+    const auto reference = one_process(run, ranks());
+    expect_bitwise(on_ranks(scheme(), ranks(), run), reference);
+    // The run moved the parameters: the comparison is not of untouched values.
+    EXPECT_FALSE(at::equal(reference[0], testing::distributed_problem_parameters(false)[0]));
+  }
+}
+
+TEST_P(DistributorContract, RanksWithoutBlocksStillTakePart) {
+  DASH_SKIP_WITHOUT_GLOO();
+  Problem run;
+  run.tiny = true;  // one block and one AdamW segment: with 3 ranks one owns nothing
+  expect_bitwise(on_ranks(scheme(), ranks(), run), one_process(run, ranks()));
+}
+
+TEST_P(DistributorContract, AParameterWithoutAGradientOnOneRank) {
+  DASH_SKIP_WITHOUT_GLOO();
+  if (ranks() < 2) GTEST_SKIP() << "one rank";
+  Problem run;
+  run.missing = 2;  // a matrix of 48 × 20, in blocks
+  if (scheme() == DistributionScheme::Zero) {
+    expect_bitwise(on_ranks(scheme(), ranks(), run), one_process(run, ranks()));
+    return;
+  }
+  std::mutex mutex;
+  std::vector<std::string> errors;
+  testing::on_gloo_ranks(ranks(), DistributedOptions().scheme(scheme()), [&](int64_t rank, DistributedContext& context) {
+    auto params = testing::distributed_problem_parameters(false);
+    Dash optimizer(params, testing::distributed_problem_options(),
+        std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
+    testing::set_distributed_problem_gradients(params, 0);
+    if (rank == 1) params[2].mutable_grad() = at::Tensor();
+    const auto error = testing::error_of([&] { optimizer.step(); });
+    const std::lock_guard<std::mutex> lock(mutex);
+    errors.push_back(error);
+  });
+  ASSERT_EQ(static_cast<int64_t>(errors.size()), ranks());
+  for (const auto& error : errors) {
+    EXPECT_THAT(error, HasSubstr("parameter 2 of shape [48, 20] has a gradient on some ranks and not on others"));
+  }
+}
+
+TEST_P(DistributorContract, AFailedCollectiveLeavesTheParametersAsTheyWere) {
+  DASH_SKIP_WITHOUT_GLOO();
+  if (ranks() < 2) GTEST_SKIP() << "one rank: no collective";
+  std::vector<at::Tensor> before, after;
+  std::string error;
+  const auto options = DistributedOptions().scheme(scheme()).timeout(std::chrono::seconds(2));
+  testing::on_gloo_ranks(ranks(), options, [&](int64_t rank, DistributedContext& context) {
+    auto params = testing::distributed_problem_parameters(false);
+    Dash optimizer(params, testing::distributed_problem_options(),
+        std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
+    if (rank != 0) return;  // the others never step: rank 0's first collective fails
+    testing::set_distributed_problem_gradients(params, 0);
+    for (const auto& param : params) before.push_back(param.detach().clone());
+    error = testing::error_of([&] { optimizer.step(); });
+    for (const auto& param : params) after.push_back(param.detach().clone());
+  });
+  EXPECT_THAT(error, HasSubstr("failed (a rank exited or hung?)"));
+  ASSERT_EQ(after.size(), before.size());
+  for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(at::equal(after[i], before[i])) << "parameter " << i;
+}
+
+const auto kSchemes = ::testing::Values(Case{DistributionScheme::Replicated, 1}, Case{DistributionScheme::Replicated, 2},
+    Case{DistributionScheme::Replicated, 3}, Case{DistributionScheme::Zero, 2}, Case{DistributionScheme::Zero, 3});
+
+INSTANTIATE_TEST_SUITE_P(Schemes, DistributorContract, kSchemes, [](const auto& info) {
+  return to_string(std::get<0>(info.param)) + "_" + std::to_string(std::get<1>(info.param)) + "_ranks";
+});
+
+}  // namespace
+}  // namespace dash
