@@ -24,29 +24,35 @@ at::ScalarType scalar_type(CommunicationDtype dtype) {
 
 ShareExchange::ShareExchange(
     const DistributedContext& context, int64_t share_numel, bool gradients, const at::Device& device)
-    : context_(context) {
+    : context_(context), dtype_(scalar_type(context.options().communication_dtype())), gradients_(gradients) {
   TORCH_CHECK(share_numel >= 0, "dash: a share of ", share_numel, " elements");
-  const auto dtype = scalar_type(context.options().communication_dtype());
-  const int64_t per_word = 4 / static_cast<int64_t>(c10::elementSize(dtype));
-  share_ = std::max(per_word, (share_numel + per_word - 1) / per_word * per_word);
-  const auto world = context.world_size();
-  const auto words = at::TensorOptions().dtype(at::kInt).device(device);
-  send_words_ = at::empty({share_ / per_word}, words);
-  receive_words_all_ = at::empty({world * share_ / per_word}, words);
+  own_updates_ = at::empty({share_numel}, at::TensorOptions().dtype(dtype_).device(device));
+}
+
+void ShareExchange::set_round_numel(int64_t round_numel) {
+  const int64_t per_word = 4 / static_cast<int64_t>(c10::elementSize(dtype_));
+  const int64_t round = std::max(per_word, (round_numel + per_word - 1) / per_word * per_word);
+  if (round == round_) return;
+  round_ = round;
+  const auto world = context_.world_size();
+  const auto words = own_updates_.options().dtype(at::kInt);
+  send_words_ = at::empty({round_ / per_word}, words);
+  receive_words_all_ = at::empty({world * round_ / per_word}, words);
+  receive_words_.clear();
   for (int64_t r = 0; r < world; ++r) {
-    receive_words_.push_back(receive_words_all_.narrow(0, r * share_ / per_word, share_ / per_word));
+    receive_words_.push_back(receive_words_all_.narrow(0, r * round_ / per_word, round_ / per_word));
   }
-  send_values_ = send_words_.view(dtype);
-  receive_values_ = receive_words_all_.view(dtype);
-  owned_buffers_ = {send_words_, receive_words_all_};
-  if (!gradients) return;
+  send_values_ = send_words_.view(dtype_);
+  receive_values_ = receive_words_all_.view(dtype_);
+  round_buffers_ = {send_words_, receive_words_all_};
+  if (!gradients_) return;
   const auto floats = words.dtype(at::kFloat);
-  const bool float_updates = dtype == at::kFloat;
-  contributions_ = (float_updates ? receive_values_ : at::empty({world * share_}, floats)).view({world, share_});
-  received_ = at::empty({world, share_}, floats);
-  average_ = float_updates ? send_values_ : at::empty({share_}, floats);
-  owned_buffers_.push_back(received_);
-  if (!float_updates) owned_buffers_.insert(owned_buffers_.end(), {contributions_, average_});
+  const bool float_updates = dtype_ == at::kFloat;
+  contributions_ = (float_updates ? receive_values_ : at::empty({world * round_}, floats)).view({world, round_});
+  received_ = at::empty({world, round_}, floats);
+  average_ = float_updates ? send_values_ : at::empty({round_}, floats);
+  round_buffers_.push_back(received_);
+  if (!float_updates) round_buffers_.insert(round_buffers_.end(), {contributions_, average_});
 }
 
 void ShareExchange::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
@@ -58,17 +64,21 @@ void ShareExchange::wait(const c10::intrusive_ptr<c10d::Work>& work, const char*
   }
 }
 
-void ShareExchange::all_gather_updates() {
+void ShareExchange::all_gather_updates(int64_t begin, int64_t end) {
+  TORCH_CHECK(0 <= begin && begin <= end && end - begin <= round_ && end <= own_updates_.numel(),
+      "dash: the update round [", begin, ", ", end, ") does not fit a share of ", own_updates_.numel(),
+      " in rounds of ", round_);
+  send_values_.narrow(0, 0, end - begin).copy_(own_updates_.narrow(0, begin, end - begin));
   std::vector<at::Tensor> inputs{send_words_};
   std::vector<std::vector<at::Tensor>> outputs{receive_words_};
   wait(context_.group().allgather(outputs, inputs), "all-gather of the updates");
 }
 
-at::Tensor ShareExchange::updates_of(int64_t rank) const { return receive_values_.narrow(0, rank * share_, share_); }
+at::Tensor ShareExchange::updates_of(int64_t rank) const { return receive_values_.narrow(0, rank * round_, round_); }
 
 at::Tensor ShareExchange::average_gradients() {
-  TORCH_CHECK(contributions_.defined(), "dash: this exchange was made without gradient buffers");
-  std::vector<int64_t> equal_splits;  // empty: every rank's part is share_ elements
+  TORCH_CHECK(gradients_ && round_ > 0, "dash: this exchange has no gradient buffers");
+  std::vector<int64_t> equal_splits;  // empty: every rank's part is one round
   auto input = contributions_.view(-1);
   auto output = received_.view(-1);
   wait(context_.group().alltoall_base(output, input, equal_splits, equal_splits), "all-to-all of the gradients");
@@ -88,15 +98,15 @@ at::Tensor ShareExchange::maximum(const at::Tensor& values) const {
 }
 
 int64_t ShareExchange::buffer_bytes() const {
-  int64_t bytes = 0;
-  for (const auto& tensor : owned_buffers_) bytes += tensor.numel() * static_cast<int64_t>(tensor.element_size());
+  int64_t bytes = own_updates_.nbytes();
+  for (const auto& tensor : round_buffers_) bytes += tensor.numel() * static_cast<int64_t>(tensor.element_size());
   return bytes;
 }
 
-int64_t ShareExchange::bytes_per_step() const {
+int64_t ShareExchange::bytes_per_round() const {
   const auto world = context_.world_size();
   int64_t bytes = static_cast<int64_t>(receive_words_all_.element_size()) * receive_words_all_.numel();
-  if (contributions_.defined()) bytes += 2 * (world - 1) * share_ * 4;
+  if (gradients_) bytes += 2 * (world - 1) * round_ * 4;
   return bytes;
 }
 

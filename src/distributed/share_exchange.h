@@ -18,57 +18,64 @@ namespace dash::distributed {
 
 class ShareExchange {
  public:
-  /// `share_numel`: the largest rank's share. `gradients`: also keeps the buffers of
-  /// average_gradients().
+  /// `share_numel`: this rank's share. `gradients`: also keeps the buffers of
+  /// average_gradients(). Call set_round_numel() before the first round.
   ShareExchange(const DistributedContext& context, int64_t share_numel, bool gradients, const at::Device& device);
 
-  /// This rank's updates, in the communication dtype, to be filled before
-  /// all_gather_updates().
-  const at::Tensor& own_updates() const { return send_values_; }
-  /// Gives every rank every rank's own_updates(); afterwards updates_of(r) holds rank r's.
-  void all_gather_updates();
-  /// Rank r's updates after all_gather_updates(), in the communication dtype.
+  /// Makes the buffers of rounds of `round_numel` elements per rank (none when unchanged).
+  void set_round_numel(int64_t round_numel);
+
+  /// This rank's updates, in the communication dtype (rounded as they are written),
+  /// to be filled before the rounds of all_gather_updates().
+  const at::Tensor& own_updates() const { return own_updates_; }
+  /// One round: gives every rank every rank's [begin, end) of own_updates() (its own
+  /// range; at most the round size); afterwards updates_of(r) holds rank r's.
+  void all_gather_updates(int64_t begin, int64_t end);
+  /// Rank r's range of the last round, from its start (round size elements), in the
+  /// communication dtype.
   at::Tensor updates_of(int64_t rank) const;
 
-  /// (world_size, share) float32: row r is this rank's gradients of rank r's share, to
-  /// be filled before average_gradients().
+  /// (world_size, round) float32: row r is this rank's gradients of rank r's range of
+  /// the round, to be filled before average_gradients().
   const at::Tensor& gradient_contributions() const { return contributions_; }
-  /// Every rank's contribution to this rank's share, averaged over the ranks (one
-  /// all-to-all): (share,) float32. It lives in own_updates()' buffer where that is
-  /// float32, so it is to be read before the updates are written.
+  /// Every rank's contribution to this rank's range, averaged over the ranks (one
+  /// all-to-all): (round,) float32, valid until the next round.
   at::Tensor average_gradients();
 
   /// The element-wise maximum of `values` over the ranks, NaN counting as +∞ (one
   /// all-reduce of a float32 copy).
   at::Tensor maximum(const at::Tensor& values) const;
 
-  /// Bytes this rank sends plus receives per step: its share and the others' in the
-  /// all-gather, and under Zero (world_size − 1) shares each way in the all-to-all.
+  /// Bytes this rank sends plus receives per round: its range and the others' in the
+  /// all-gather, and with gradients (world_size − 1) ranges each way in the all-to-all.
   /// (The decision's all-reduce, a few bytes per parameter, is not counted.)
-  int64_t bytes_per_step() const;
-  /// Bytes of the buffers it keeps.
+  int64_t bytes_per_round() const;
+  /// Bytes of the buffers it keeps: this rank's share and the round buffers.
   int64_t buffer_bytes() const;
 
  private:
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const;
 
   const DistributedContext& context_;
-  int64_t share_ = 0;  ///< elements per rank, padded to whole 32-bit words
-  // The update buffers are int32 words viewed as the communication dtype: an
+  at::ScalarType dtype_;
+  bool gradients_ = false;
+  at::Tensor own_updates_;  ///< (share,) in the communication dtype
+  int64_t round_ = 0;       ///< elements per rank per round, padded to whole 32-bit words
+  // The round buffers are int32 words viewed as the communication dtype: an
   // all-gather only copies bits, and every backend moves int32 (Gloo in LibTorch
   // 1.13 has no bfloat16).
-  at::Tensor send_words_;                  ///< (share · element / 4,) int32
+  at::Tensor send_words_;                  ///< (round · element / 4,) int32
   at::Tensor receive_words_all_;           ///< world_size of those
   std::vector<at::Tensor> receive_words_;  ///< one slice of receive_words_all_ per rank
   at::Tensor send_values_;                 ///< send_words_ viewed as the communication dtype
   at::Tensor receive_values_;              ///< receive_words_all_ viewed likewise
-  // Zero only: the all-to-all's input (receive_words_all_ itself where the updates
-  // are float32: it is free until the all-gather) and output, and the average
-  // (send_values_ where float32).
+  // With gradients: the all-to-all's input (receive_words_all_ itself where the
+  // updates are float32: it is free until the all-gather) and output, and the
+  // average (send_values_ where float32).
   at::Tensor contributions_;
   at::Tensor received_;
   at::Tensor average_;
-  std::vector<at::Tensor> owned_buffers_;  ///< what buffer_bytes() counts
+  std::vector<at::Tensor> round_buffers_;  ///< what buffer_bytes() counts besides own_updates_
 };
 
 }  // namespace dash::distributed

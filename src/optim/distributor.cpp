@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 
 namespace dash::optim {
 namespace {
@@ -113,6 +114,7 @@ class LocalDistributor final : public Distributor {
  public:
   void receive_gradients(const std::vector<at::Tensor>&, std::vector<bool>&, PhaseProfile&) override {}
   at::Tensor maximum_over_ranks(const at::Tensor& values) override { return values; }
+  void bound_workspace(int64_t) override {}
   int64_t communicated_bytes_per_step() const override { return 0; }
   int64_t workspace_bytes() const override { return 0; }
 
@@ -144,22 +146,24 @@ class LocalDistributor final : public Distributor {
 };
 
 // A rank of several: its updates go into its share (distributed/share_layout.h),
-// one all-gather brings every rank's, and every rank updates every parameter from
-// them as one process would, rank by rank through each rank's plan. Under Zero the
+// all-gathers bring every rank's, and every rank updates every parameter from them
+// as one process would, rank by rank through each rank's plan. Under Zero the
 // ranks' gradients are first averaged into the shares of the ranks that own them.
+// Within a workspace bound both travel in rounds (ShareRounds), each round's
+// buffers written back before the next.
 class ExchangeDistributor final : public Distributor {
  public:
   ExchangeDistributor(const DistributedContext& context, blocking::StackPlan& plan,
       const std::vector<blocking::GroupBlocking>& blocking, const at::TensorOptions& options)
       : context_(context), zero_(context.options().scheme() == DistributionScheme::Zero) {
     const auto split = distributed::split_work(plan, context.world_size());
-    int64_t largest_share = 0;
     for (int64_t rank = 0; rank < context.world_size(); ++rank) {
       rank_plans_.push_back(distributed::plan_for_rank(plan, split, rank, blocking));
       layouts_.push_back(distributed::share_layout(rank_plans_.back()));
-      largest_share = std::max(largest_share, layouts_.back().numel);
     }
-    exchange_ = std::make_unique<distributed::ShareExchange>(context, largest_share, zero_, options.device());
+    exchange_ =
+        std::make_unique<distributed::ShareExchange>(context, layouts_[context.rank()].numel, zero_, options.device());
+    bound_workspace(0);
     plan = rank_plans_[context.rank()];
   }
 
@@ -170,7 +174,23 @@ class ExchangeDistributor final : public Distributor {
   }
 
   at::Tensor maximum_over_ranks(const at::Tensor& values) override { return exchange_->maximum(values); }
-  int64_t communicated_bytes_per_step() const override { return exchange_->bytes_per_step(); }
+
+  // Per element of a round: the all-gather's send and receive buffers, and with
+  // gradients the all-to-all's output (its input and the average reuse those where
+  // the updates are float32; 16-bit updates take less than the 4 bytes counted).
+  void bound_workspace(int64_t bytes) override {
+    if (rounds_.numel > 0 && bytes == bound_) return;
+    bound_ = bytes;
+    const int64_t world = context_.world_size();
+    const int64_t per_element = 4 * (1 + world + (zero_ ? world : 0));
+    rounds_ =
+        distributed::share_rounds(rank_plans_, layouts_, bytes == 0 ? 0 : std::max<int64_t>(1, bytes / per_element));
+    exchange_->set_round_numel(rounds_.numel);
+  }
+
+  int64_t communicated_bytes_per_step() const override {
+    return static_cast<int64_t>(rounds_.ranges.size()) * exchange_->bytes_per_round();
+  }
   int64_t workspace_bytes() const override { return exchange_->buffer_bytes(); }
 
   void begin_updates(const StepWrite&) override { pending_.clear(); }
@@ -206,24 +226,24 @@ class ExchangeDistributor final : public Distributor {
           adamw_update.narrow(0, segment_offsets[j], numel)});
     }
     flush_updates(profile);
-    {
-      ScopedPhase phase(profile, Phase::Communication);
-      exchange_->all_gather_updates();
-    }
-    writer_.begin(step);
-    for (int64_t rank = 0; rank < context_.world_size(); ++rank) {
-      const auto& plan = rank_plans_[rank];
-      const auto share = exchange_->updates_of(rank);
-      for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
-        const auto stack = distributed::stack_in_share(share, layouts_[rank], plan, s);
-        for (const auto& region : plan.gradient_stacks[s].regions) {
-          if (step.has_grad[region.param]) writer_.add_region(step, region, blocking::region_in_stack(stack, region));
-        }
+    for (size_t k = 0; k < rounds_.ranges.size(); ++k) {
+      {
+        ScopedPhase phase(profile, Phase::Communication);
+        const auto [begin, end] = rounds_.ranges[k][context_.rank()];
+        exchange_->all_gather_updates(begin, end);
       }
-      for_each_adamw_parameter(step, plan, [&](size_t j, int64_t i) {
-        writer_.add_parameter(
-            step, i, distributed::parameter_in_share(share, layouts_[rank], plan, j, i, step.params[i].sizes()));
-      });
+      if (k == 0) writer_.begin(step);
+      for (int64_t rank = 0; rank < context_.world_size(); ++rank) {
+        for_each_piece(
+            rank, k, exchange_->updates_of(rank), step.has_grad,
+            [&](const blocking::BlockRegion& region, const at::Tensor& updates) {
+              writer_.add_region(step, region, updates);
+            },
+            [&](int64_t param, const at::Tensor& update) {
+              writer_.add_parameter(step, param, update.view(step.params[param].sizes()));
+            });
+      }
+      writer_.flush(profile);  // before the next round overwrites the buffers
     }
     writer_.finish(step, profile);
   }
@@ -258,56 +278,76 @@ class ExchangeDistributor final : public Distributor {
     }
   }
 
-  // Every rank's gradients of every rank's share, one all-to-all, and the average
-  // of this rank's share written back into its gradients.
+  // Round by round: every rank's gradients of every rank's range into the
+  // contributions, one all-to-all, and the average of this rank's range written
+  // back into its gradients.
   void average_gradients(
       const std::vector<at::Tensor>& params, const std::vector<bool>& has_grad, PhaseProfile& profile) {
     std::vector<at::Tensor> grads;
     for (const auto& param : params) grads.push_back(param.grad());
-    {
-      ScopedPhase phase(profile, Phase::Copies);
+    MatrixViews matrices(params.size());
+    auto view_of = [&](int64_t param, const blocking::StackPlan& plan) -> const at::Tensor& {
+      return matrices.of(grads[param], plan, param);
+    };
+    for (size_t k = 0; k < rounds_.ranges.size(); ++k) {
       std::vector<linalg::ViewPair> pairs;
-      MatrixViews matrices(params.size());
-      for (int64_t rank = 0; rank < context_.world_size(); ++rank) {
-        share_pairs(rank, exchange_->gradient_contributions()[rank], grads, has_grad, matrices, pairs, false);
+      {
+        ScopedPhase phase(profile, Phase::Copies);
+        for (int64_t rank = 0; rank < context_.world_size(); ++rank) {
+          const auto& plan = rank_plans_[rank];
+          for_each_piece(
+              rank, k, exchange_->gradient_contributions()[rank], has_grad,
+              [&](const blocking::BlockRegion& region, const at::Tensor& blocks) {
+                pairs.push_back({blocks, blocking::region_in_matrix(view_of(region.param, plan), region)});
+              },
+              [&](int64_t param, const at::Tensor& part) {
+                pairs.push_back({part.view(grads[param].sizes()), grads[param]});
+              });
+        }
+        linalg::transfer_matrices(pairs, linalg::Transfer::Copy);
+        pairs.clear();
       }
+      at::Tensor average;
+      {
+        ScopedPhase phase(profile, Phase::Communication);
+        average = exchange_->average_gradients();
+      }
+      ScopedPhase phase(profile, Phase::Copies);
+      const auto& plan = rank_plans_[context_.rank()];
+      for_each_piece(
+          context_.rank(), k, average, has_grad,
+          [&](const blocking::BlockRegion& region, const at::Tensor& blocks) {
+            pairs.push_back({blocking::region_in_matrix(view_of(region.param, plan), region), blocks});
+          },
+          [&](int64_t param, const at::Tensor& part) {
+            pairs.push_back({grads[param], part.view(grads[param].sizes())});
+          });
       linalg::transfer_matrices(pairs, linalg::Transfer::Copy);
     }
-    at::Tensor average;
-    {
-      ScopedPhase phase(profile, Phase::Communication);
-      average = exchange_->average_gradients();
-    }
-    ScopedPhase phase(profile, Phase::Copies);
-    std::vector<linalg::ViewPair> pairs;
-    MatrixViews matrices(params.size());
-    share_pairs(context_.rank(), average, grads, has_grad, matrices, pairs, true);
-    linalg::transfer_matrices(pairs, linalg::Transfer::Copy);
     matrices.write_back(grads);
   }
 
-  // The (share, gradient) pairs of rank `rank`'s blocks and AdamW parameters with a
-  // gradient: into the share, or (`into_gradients`) out of it.
-  void share_pairs(int64_t rank, const at::Tensor& share, const std::vector<at::Tensor>& grads,
-      const std::vector<bool>& has_grad, MatrixViews& matrices, std::vector<linalg::ViewPair>& pairs,
-      bool into_gradients) const {
+  // The pieces of rank `rank`'s range of round k whose parameters take a step, in
+  // `buffer` (that range's elements from its start): visit_region(region, blocks)
+  // for each block region, with its blocks' (grid_rows, grid_cols, rows, cols)
+  // view, and visit_parameter(param, part) for each AdamW parameter (flat).
+  template <typename VisitRegion, typename VisitParameter>
+  void for_each_piece(int64_t rank, size_t k, const at::Tensor& buffer, const std::vector<bool>& has_grad,
+      VisitRegion&& visit_region, VisitParameter&& visit_parameter) const {
     const auto& plan = rank_plans_[rank];
-    auto add = [&](const at::Tensor& in_share, const at::Tensor& in_gradient) {
-      pairs.push_back(
-          into_gradients ? linalg::ViewPair{in_gradient, in_share} : linalg::ViewPair{in_share, in_gradient});
-    };
-    for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
-      const auto stack = distributed::stack_in_share(share, layouts_[rank], plan, s);
-      for (const auto& region : plan.gradient_stacks[s].regions) {
-        if (!has_grad[region.param]) continue;
-        add(blocking::region_in_stack(stack, region),
-            blocking::region_in_matrix(matrices.of(grads[region.param], plan, region.param), region));
+    const auto [begin, end] = rounds_.ranges[k][rank];
+    for (const auto& piece : distributed::pieces_in(plan, layouts_[rank], begin, end)) {
+      const auto part = buffer.narrow(0, piece.offset - begin, piece.numel);
+      if (piece.param >= 0) {
+        if (has_grad[piece.param]) visit_parameter(piece.param, part);
+        continue;
       }
-    }
-    for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {
-      for (auto i : plan.adamw_segments[j].params) {
-        if (!has_grad[i] || plan.parameters[i].numel == 0) continue;
-        add(distributed::parameter_in_share(share, layouts_[rank], plan, j, i, grads[i].sizes()), grads[i]);
+      const auto& stack = plan.gradient_stacks[piece.stack];
+      const auto blocks = part.view({piece.blocks, stack.rows, stack.cols});
+      std::vector<int64_t> numbers(static_cast<size_t>(piece.blocks));
+      std::iota(numbers.begin(), numbers.end(), piece.first_block);
+      for (const auto& region : blocking::regions_of_blocks(stack.regions, numbers)) {
+        if (has_grad[region.param]) visit_region(region, blocking::region_in_stack(blocks, region));
       }
     }
   }
@@ -317,6 +357,8 @@ class ExchangeDistributor final : public Distributor {
   std::vector<blocking::StackPlan> rank_plans_;  ///< every rank's blocks, to read its share
   std::vector<distributed::ShareLayout> layouts_;
   std::unique_ptr<distributed::ShareExchange> exchange_;
+  distributed::ShareRounds rounds_;
+  int64_t bound_ = 0;
   std::vector<linalg::ViewPair> pending_;  ///< updates into this rank's share, until the next flush
   ParameterWriter writer_;
 };

@@ -52,6 +52,11 @@ class Distributor {
   /// `values` themselves in one process.
   virtual at::Tensor maximum_over_ranks(const at::Tensor& values) = 0;
 
+  /// Bounds the buffers the scheme keeps besides this rank's share of the updates by
+  /// `bytes` (0: no bound), from the step's workspace budget; a rank of several then
+  /// exchanges in rounds that fit.
+  virtual void bound_workspace(int64_t bytes) = 0;
+
   // Accounting.
 
   /// Bytes this process sends plus receives per step.
@@ -78,8 +83,8 @@ class Distributor {
   /// Ends the step: the AdamW segments' updates (one after another in
   /// `adamw_update`, segment j from segment_offsets[j]) and what the scheme does once
   /// every block is in (a rank of several all-gathers, then updates every
-  /// parameter the same way one process does; no parameter changes before the
-  /// collective has succeeded).
+  /// parameter the same way one process does; no parameter changes before the first
+  /// round's collective has succeeded, and in one round before all have).
   virtual void finish_updates(const StepWrite& step, const at::Tensor& adamw_update,
       const std::vector<int64_t>& segment_offsets, PhaseProfile& profile) = 0;
 };

@@ -840,6 +840,9 @@ void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& grou
     root_workspace_ = InverseRootWorkspace();
   }
   workspace_limit_bytes_ = context.budget.limit;
+  // A rank's exchange rounds within as much as the blocks' buffers (on top of them,
+  // as workspace_budget.h counts a rank's exchange).
+  distributor_->bound_workspace(context.budget.blocks());
   context.keep_gradients = !context.budget.bounded();
   if (!context.keep_gradients) {
     for (auto& stack : stacks_) stack.gathered = at::Tensor();

@@ -123,7 +123,8 @@ class DistributorContract : public ::testing::TestWithParam<Case> {
 
 TEST_P(DistributorContract, RanksEqualOneProcessOnTheAverageGradient) {
   DASH_SKIP_WITHOUT_GLOO();
-  for (const double limit : {DashOptions().workspace_limit(), 0.0}) {
+  // The default limit, none, and one byte: every chunk and every exchange round one piece.
+  for (const double limit : {DashOptions().workspace_limit(), 0.0, 1.0}) {
     SCOPED_TRACE("workspace_limit " + std::to_string(limit));
     Problem run;
     run.workspace_limit = limit;
@@ -152,16 +153,17 @@ TEST_P(DistributorContract, AParameterWithoutAGradientOnOneRank) {
   }
   std::mutex mutex;
   std::vector<std::string> errors;
-  testing::on_gloo_ranks(ranks(), DistributedOptions().scheme(scheme()), [&](int64_t rank, DistributedContext& context) {
-    auto params = testing::distributed_problem_parameters(false);
-    Dash optimizer(params, testing::distributed_problem_options(),
-        std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
-    testing::set_distributed_problem_gradients(params, 0);
-    if (rank == 1) params[2].mutable_grad() = at::Tensor();
-    const auto error = testing::error_of([&] { optimizer.step(); });
-    const std::lock_guard<std::mutex> lock(mutex);
-    errors.push_back(error);
-  });
+  testing::on_gloo_ranks(
+      ranks(), DistributedOptions().scheme(scheme()), [&](int64_t rank, DistributedContext& context) {
+        auto params = testing::distributed_problem_parameters(false);
+        Dash optimizer(params, testing::distributed_problem_options(),
+            std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
+        testing::set_distributed_problem_gradients(params, 0);
+        if (rank == 1) params[2].mutable_grad() = at::Tensor();
+        const auto error = testing::error_of([&] { optimizer.step(); });
+        const std::lock_guard<std::mutex> lock(mutex);
+        errors.push_back(error);
+      });
   ASSERT_EQ(static_cast<int64_t>(errors.size()), ranks());
   for (const auto& error : errors) {
     EXPECT_THAT(error, HasSubstr("parameter 2 of shape [48, 20] has a gradient on some ranks and not on others"));
@@ -189,8 +191,9 @@ TEST_P(DistributorContract, AFailedCollectiveLeavesTheParametersAsTheyWere) {
   for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(at::equal(after[i], before[i])) << "parameter " << i;
 }
 
-const auto kSchemes = ::testing::Values(Case{DistributionScheme::Replicated, 1}, Case{DistributionScheme::Replicated, 2},
-    Case{DistributionScheme::Replicated, 3}, Case{DistributionScheme::Zero, 2}, Case{DistributionScheme::Zero, 3});
+const auto kSchemes =
+    ::testing::Values(Case{DistributionScheme::Replicated, 1}, Case{DistributionScheme::Replicated, 2},
+        Case{DistributionScheme::Replicated, 3}, Case{DistributionScheme::Zero, 2}, Case{DistributionScheme::Zero, 3});
 
 INSTANTIATE_TEST_SUITE_P(Schemes, DistributorContract, kSchemes, [](const auto& info) {
   return to_string(std::get<0>(info.param)) + "_" + std::to_string(std::get<1>(info.param)) + "_ranks";

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 
+#include <algorithm>
 #include <functional>
 #include <limits>
 #include <vector>
@@ -52,8 +53,9 @@ TEST(ShareExchange, EveryRankReceivesEveryRanksUpdates) {
   std::vector<std::vector<at::Tensor>> received(2);
   on_two_ranks({}, [&](int64_t rank, DistributedContext& context) {
     ShareExchange exchange(context, kShare, false, at::kCPU);
-    exchange.own_updates().narrow(0, 0, kShare).copy_(updates_of_rank(rank));
-    exchange.all_gather_updates();
+    exchange.set_round_numel(kShare);
+    exchange.own_updates().copy_(updates_of_rank(rank));
+    exchange.all_gather_updates(0, kShare);
     for (int64_t r = 0; r < 2; ++r) received[rank].push_back(exchange.updates_of(r).narrow(0, 0, kShare).clone());
   });
   for (int64_t rank = 0; rank < 2; ++rank) {
@@ -70,9 +72,10 @@ TEST(ShareExchange, SixteenBitExchangeRoundsLikeACast) {
     std::vector<at::Tensor> received(2);
     on_two_ranks(DistributedOptions().communication_dtype(dtype), [&](int64_t rank, DistributedContext& context) {
       ShareExchange exchange(context, kShare, false, at::kCPU);
+      exchange.set_round_numel(kShare);
       EXPECT_EQ(exchange.own_updates().scalar_type(), type);
-      exchange.own_updates().narrow(0, 0, kShare).copy_(updates_of_rank(rank));
-      exchange.all_gather_updates();
+      exchange.own_updates().copy_(updates_of_rank(rank));
+      exchange.all_gather_updates(0, kShare);
       received[rank] = exchange.updates_of(1 - rank).narrow(0, 0, kShare).to(at::kFloat);
     });
     for (int64_t rank = 0; rank < 2; ++rank) {
@@ -94,6 +97,7 @@ TEST(ShareExchange, EachRankReceivesTheAverageOfItsShare) {
     std::vector<at::Tensor> averages(2);
     on_two_ranks(DistributedOptions().communication_dtype(dtype), [&](int64_t rank, DistributedContext& context) {
       ShareExchange exchange(context, kShare, true, at::kCPU);
+      exchange.set_round_numel(kShare);
       for (int64_t to = 0; to < 2; ++to) {
         exchange.gradient_contributions()[to].narrow(0, 0, kShare).copy_(contribution(rank, to));
       }
@@ -102,6 +106,30 @@ TEST(ShareExchange, EachRankReceivesTheAverageOfItsShare) {
     for (int64_t rank = 0; rank < 2; ++rank) {
       EXPECT_TRUE(at::equal(averages[rank], (contribution(0, rank) + contribution(1, rank)) / 2.0)) << "rank " << rank;
     }
+  }
+}
+
+// A share of 5 in rounds of 2: [0, 2), [2, 4), [4, 5); each round's ranges arrive
+// whole, and the round buffers hold 2 elements per rank, not the share.
+TEST(ShareExchange, UpdatesTravelInRounds) {
+  DASH_SKIP_WITHOUT_GLOO();
+  std::vector<at::Tensor> received(2);
+  std::vector<int64_t> buffers(2);
+  on_two_ranks({}, [&](int64_t rank, DistributedContext& context) {
+    ShareExchange exchange(context, kShare, false, at::kCPU);
+    exchange.set_round_numel(2);
+    exchange.own_updates().copy_(updates_of_rank(rank));
+    received[rank] = at::empty({kShare}, at::kFloat);
+    for (int64_t begin = 0; begin < kShare; begin += 2) {
+      const auto end = std::min<int64_t>(begin + 2, kShare);
+      exchange.all_gather_updates(begin, end);
+      received[rank].narrow(0, begin, end - begin).copy_(exchange.updates_of(1 - rank).narrow(0, 0, end - begin));
+    }
+    buffers[rank] = exchange.buffer_bytes();
+  });
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    EXPECT_TRUE(at::equal(received[rank], updates_of_rank(1 - rank))) << "rank " << rank;
+    EXPECT_EQ(buffers[rank], 4 * (kShare + 2 + 2 * 2)) << "own share, one round's send and receive buffers";
   }
 }
 
@@ -120,16 +148,20 @@ TEST(ShareExchange, TheDecisionIsTheMaximumOverRanksWithNanAsInfinity) {
   }
 }
 
-// Both ranks send 5 floats (40 bytes for both shares in the all-gather), or 6
-// halves, 3 words (24 bytes); Zero adds one share each way in the all-to-all.
-TEST(ShareExchange, CountsThePaddedBuffersOfAllRanks) {
+// Rounds of 5 floats: 40 bytes for both ranges in the all-gather, or 6 halves, 3
+// words (24 bytes); with gradients one range each way in the all-to-all.
+TEST(ShareExchange, CountsThePaddedRoundsOfAllRanks) {
   DASH_SKIP_WITHOUT_GLOO();
   for (auto [dtype, bytes] : {std::pair{CommunicationDtype::FP32, 40}, std::pair{CommunicationDtype::BF16, 24}}) {
     on_two_ranks(
         DistributedOptions().communication_dtype(dtype), [&, bytes = bytes](int64_t, DistributedContext& context) {
-          EXPECT_EQ(ShareExchange(context, kShare, false, at::kCPU).bytes_per_step(), bytes);
-          const int64_t share = dtype == CommunicationDtype::FP32 ? 5 : 6;
-          EXPECT_EQ(ShareExchange(context, kShare, true, at::kCPU).bytes_per_step(), bytes + 2 * share * 4);
+          ShareExchange updates(context, kShare, false, at::kCPU);
+          updates.set_round_numel(kShare);
+          EXPECT_EQ(updates.bytes_per_round(), bytes);
+          ShareExchange both(context, kShare, true, at::kCPU);
+          both.set_round_numel(kShare);
+          const int64_t round = dtype == CommunicationDtype::FP32 ? 5 : 6;
+          EXPECT_EQ(both.bytes_per_round(), bytes + 2 * round * 4);
         });
   }
 }

@@ -17,8 +17,8 @@
 namespace dash::testing {
 
 /// Runs `body(rank, context)` on `world_size` ranks at once and rethrows the first failure.
-inline void on_gloo_ranks(int64_t world_size, DistributedOptions options,
-    const std::function<void(int64_t, DistributedContext&)>& body) {
+inline void on_gloo_ranks(
+    int64_t world_size, DistributedOptions options, const std::function<void(int64_t, DistributedContext&)>& body) {
   auto store = c10::make_intrusive<c10d::HashStore>();
   std::vector<std::exception_ptr> failures(static_cast<size_t>(world_size));
   std::vector<std::thread> ranks;
