@@ -8,6 +8,9 @@
 //   own no block at all;
 // - a parameter that some rank has no gradient for is averaged with zeros (Zero) or
 //   refused on every rank (Replicated, whose gradients must agree);
+// - the ranks decide a step alike: a root failure limit reached on one rank's
+//   factors, or a non-finite gradient that only one rank holds, stops or skips the
+//   step on every rank;
 // - a collective that fails leaves the parameters as they were.
 // A new scheme adds its case to kSchemes.
 
@@ -23,6 +26,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <mutex>
 #include <string>
 #include <tuple>
@@ -189,6 +193,83 @@ TEST_P(DistributorContract, AFailedCollectiveLeavesTheParametersAsTheyWere) {
   EXPECT_THAT(error, HasSubstr("failed (a rank exited or hung?)"));
   ASSERT_EQ(after.size(), before.size());
   for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(at::equal(after[i], before[i])) << "parameter " << i;
+}
+
+// A 4 × 4 parameter with zero gradients (its roots fail at ε = 0) and an 8 × 8 one
+// with a full-rank gradient: each rank owns one of the two blocks.
+TEST_P(DistributorContract, ARootFailureLimitReachedOnOneRankStopsEveryRank) {
+  DASH_SKIP_WITHOUT_GLOO();
+  if (ranks() != 2) GTEST_SKIP() << "two blocks for two ranks";
+  std::mutex mutex;
+  std::vector<std::string> errors;
+  std::vector<bool> unchanged;
+  testing::on_gloo_ranks(2, DistributedOptions().scheme(scheme()), [&](int64_t, DistributedContext& context) {
+    std::vector<at::Tensor> params{at::ones({4, 4}).set_requires_grad(true), at::ones({8, 8}).set_requires_grad(true)};
+    auto options = DashOptions(0.1).block_size(8).start_step(1).root_frequency(1).max_consecutive_root_failures(2);
+    options.root().method(RootMethod::EVD).epsilon(0.0);
+    Dash optimizer(
+        params, options, std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
+    auto set_gradients = [&] {
+      params[0].mutable_grad() = at::zeros({4, 4});
+      params[1].mutable_grad() = at::eye(8) + 0.1 * at::ones({8, 8});  // full rank: its roots succeed
+    };
+    for (int t = 0; t < 2; ++t) {
+      set_gradients();
+      optimizer.step();
+    }
+    set_gradients();
+    const auto before = params[1].detach().clone();
+    const auto error = testing::error_of([&] { optimizer.step(); });
+    const std::lock_guard<std::mutex> lock(mutex);
+    errors.push_back(error);
+    unchanged.push_back(at::equal(params[1].detach(), before));
+  });
+  ASSERT_EQ(errors.size(), 2u);
+  int naming = 0;
+  for (size_t r = 0; r < 2; ++r) {
+    EXPECT_THAT(errors[r], HasSubstr("failed")) << errors[r];
+    naming += errors[r].find("max_consecutive_root_failures = 2") != std::string::npos;
+    EXPECT_TRUE(unchanged[r]);
+  }
+  EXPECT_EQ(naming, 1) << "the rank that owns the failing factors names them";
+}
+
+// Under Zero only one rank may hold the NaN: every rank skips (or, by default, raises).
+TEST_P(DistributorContract, ANonFiniteGradientOnOneRankSkipsTheStepOnEveryRank) {
+  DASH_SKIP_WITHOUT_GLOO();
+  if (scheme() != DistributionScheme::Zero) GTEST_SKIP() << "replicated gradients are the same on every rank";
+  for (const auto policy : {NonFiniteGradients::SkipStep, NonFiniteGradients::Error}) {
+    std::mutex mutex;
+    std::vector<std::string> errors;
+    std::vector<int64_t> skipped;
+    std::vector<bool> unchanged;
+    testing::on_gloo_ranks(
+        ranks(), DistributedOptions().scheme(scheme()), [&](int64_t rank, DistributedContext& context) {
+          auto params = testing::distributed_problem_parameters(false);
+          Dash optimizer(params, testing::distributed_problem_options().non_finite_gradients(policy),
+              std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
+          testing::set_distributed_problem_gradients(params, 0);
+          if (rank == 1) params[0].mutable_grad()[3][5] = std::numeric_limits<float>::quiet_NaN();
+          std::vector<at::Tensor> before;
+          for (const auto& param : params) before.push_back(param.detach().clone());
+          const auto error = testing::error_of([&] { optimizer.step(); });
+          bool same = true;
+          for (size_t i = 0; i < params.size(); ++i) same = same && at::equal(params[i].detach(), before[i]);
+          const std::lock_guard<std::mutex> lock(mutex);
+          errors.push_back(error);
+          skipped.push_back(optimizer.diagnostics().skipped_steps);
+          unchanged.push_back(same);
+        });
+    for (size_t r = 0; r < errors.size(); ++r) {
+      EXPECT_TRUE(unchanged[r]);
+      if (policy == NonFiniteGradients::SkipStep) {
+        EXPECT_EQ(errors[r], "<no error>");
+        EXPECT_EQ(skipped[r], 1);
+      } else {
+        EXPECT_THAT(errors[r], HasSubstr("non-finite gradient"));
+      }
+    }
+  }
 }
 
 const auto kSchemes =
