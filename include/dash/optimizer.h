@@ -127,8 +127,17 @@ class Dash : public torch::optim::Optimizer {
   /// previous options in place. For bindings that keep the options apart from the
   /// groups (the Python package).
   void step_with_options(std::vector<DashOptions> group_options);
+  /// torch::save(optimizer, path) writes this process's state; on a rank of several
+  /// it is that rank's shard, and load() takes the same rank of the same world size.
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
+  /// Loads a checkpoint written on any number of ranks into this optimizer on any
+  /// number: `shards` are the archives every rank of the writing run saved, in rank
+  /// order (one for a single process), and each rank of this run takes the state of
+  /// the blocks it owns now. The options are the shards' (they agree); the choices of
+  /// Execution::Auto and RootMethod::Auto are kept where every block's old stack made
+  /// the same one. Changes nothing when a shard does not fit.
+  void load_resharded(std::vector<torch::serialize::InputArchive>& shards);
 
   /// Adds a parameter group. Before the first step the state is planned for all
   /// groups then; after it (progressive unfreezing, a head added in fine-tuning) the

@@ -4,7 +4,7 @@ import copy
 import difflib
 import warnings
 import zlib
-from typing import Any, Callable, Dict, Iterable, Optional
+from typing import Any, Callable, Dict, Iterable, List, Optional
 
 import torch
 
@@ -235,23 +235,39 @@ class Dash(torch.optim.Optimizer):
         groups hold (edited or not: a scheduler's lr set after the last step, a hand
         edit before loading) and their other keys, and the C++ checkpoint's options
         for any they lack. On any mismatch or bad value it raises ValueError and
-        leaves this optimizer as it was."""
-        for hook in getattr(self, "_optimizer_load_state_dict_pre_hooks", {}).values():
-            state_dict = hook(self, state_dict) or state_dict
-        saved = state_dict.get("dash") if isinstance(state_dict, dict) else None
-        if not isinstance(saved, dict) or not isinstance(saved.get("archive"), torch.Tensor):
-            raise ValueError("dash.Dash.load_state_dict: not a dash.Dash state dict (no 'dash' archive); "
-                             "was it saved by another optimizer?")
-        if saved.get("format") not in (1, _CHECKPOINT_FORMAT):
-            raise ValueError(f"dash.Dash.load_state_dict: unsupported state dict format {saved.get('format')!r}")
+        leaves this optimizer as it was. On a rank of several, ``state_dict()`` is that
+        rank's shard and loads on the same rank of the same world size; for another
+        world size see ``load_sharded_state_dicts``."""
+        self._load_state_dicts([state_dict], "load_state_dict", lambda archives: self._cpp.load(archives[0]))
+
+    def load_sharded_state_dicts(self, state_dicts: List[Dict[str, Any]]) -> None:
+        """Restores a checkpoint written on any number of ranks into this optimizer on
+        any number: ``state_dicts`` are the ``state_dict()`` of every rank of the
+        writing run, in rank order (one for a single process), and each rank of this
+        run takes the state of the blocks it owns now. Otherwise as ``load_state_dict``
+        (the param groups come from the first)."""
+        state_dicts = list(state_dicts)
+        if not state_dicts:
+            raise ValueError("dash.Dash.load_sharded_state_dicts: no state dicts")
+        self._load_state_dicts(state_dicts, "load_sharded_state_dicts", self._cpp.load_resharded)
+
+    def _load_state_dicts(self, state_dicts: List[Dict[str, Any]], name: str, load_archives) -> None:
+        where = f"dash.Dash.{name}"
+        hooks = getattr(self, "_optimizer_load_state_dict_pre_hooks", {}).values()
+        for index, state_dict in enumerate(state_dicts):
+            for hook in hooks:
+                state_dict = hook(self, state_dict) or state_dict
+            state_dicts[index] = state_dict
+        archives = [self._checked_archive(state_dict, where) for state_dict in state_dicts]
+        state_dict = state_dicts[0]
         saved_groups = state_dict.get("param_groups")
         if not isinstance(saved_groups, list) or not all(
                 isinstance(group, dict) and isinstance(group.get("params"), list) for group in saved_groups):
-            raise ValueError("dash.Dash.load_state_dict: 'param_groups' must be a list of dicts with 'params' lists")
+            raise ValueError(f"{where}: 'param_groups' must be a list of dicts with 'params' lists")
         sizes = [len(group["params"]) for group in saved_groups]
         own_sizes = [len(group["params"]) for group in self.param_groups]
         if sizes != own_sizes:
-            raise ValueError(f"dash.Dash.load_state_dict: the state dict has param groups of {sizes} parameters, "
+            raise ValueError(f"{where}: the state dict has param groups of {sizes} parameters, "
                              f"this optimizer {own_sizes}")
         saved_options = []
         for index, saved_group in enumerate(saved_groups):
@@ -259,18 +275,12 @@ class Dash(torch.optim.Optimizer):
             try:
                 _C.validate_options(_cpp_from_group(options))
             except ValueError as error:
-                raise ValueError(f"dash.Dash.load_state_dict: param group {index}: {error}") from error
+                raise ValueError(f"{where}: param group {index}: {error}") from error
             saved_options.append(options)
-        archive = saved["archive"].detach().cpu().contiguous().numpy().tobytes()
-        # A corrupted archive is refused before it is parsed: parsing one could fail in
-        # any way, allocate what a damaged size field says, or load a different state.
-        if saved.get("format") == _CHECKPOINT_FORMAT and zlib.crc32(archive) != saved.get("checksum"):
-            raise ValueError("dash.Dash.load_state_dict: the optimizer state is corrupted (its checksum does not match "
-                             "its bytes); load an intact copy")
         try:
-            self._cpp.load(archive)  # checks every shape before it changes anything
+            load_archives(archives)  # checks every shape before it changes anything
         except Exception as error:  # noqa: BLE001 (whatever a damaged archive raises: ValueError, as documented)
-            raise ValueError(f"dash.Dash.load_state_dict: {error}") from error
+            raise ValueError(f"{where}: {error}") from error
         for index, (group, saved_group) in enumerate(zip(self.param_groups, saved_groups)):
             extra = {key: value for key, value in saved_group.items()
                      if key not in _GROUP_KEYS and key not in _BETA_KEYS and key != "params"}
@@ -282,13 +292,30 @@ class Dash(torch.optim.Optimizer):
             layout = _C.state_layout(_cpp_from_group(group))  # the archive's, kept by every key applied
             for key, value in saved_options[index].items():
                 if key in group and _C.state_layout(_cpp_from_group({**group, key: value})) != layout:
-                    warnings.warn(f"dash.Dash.load_state_dict: param group {index}'s {key}={value!r} would change "
+                    warnings.warn(f"{where}: param group {index}'s {key}={value!r} would change "
                                   f"the shape of the loaded state; the checkpoint's {group[key]!r} is kept",
                                   stacklevel=2)
                     continue
                 group[key] = value
         for hook in getattr(self, "_optimizer_load_state_dict_post_hooks", {}).values():
             hook(self)
+
+    @staticmethod
+    def _checked_archive(state_dict: Dict[str, Any], where: str) -> bytes:
+        """The C++ archive of a dash state dict, refused before it is parsed when its
+        checksum fails (parsing a damaged one could fail in any way, allocate what a
+        damaged size field says, or load a different state)."""
+        saved = state_dict.get("dash") if isinstance(state_dict, dict) else None
+        if not isinstance(saved, dict) or not isinstance(saved.get("archive"), torch.Tensor):
+            raise ValueError(f"{where}: not a dash.Dash state dict (no 'dash' archive); "
+                             "was it saved by another optimizer?")
+        if saved.get("format") not in (1, _CHECKPOINT_FORMAT):
+            raise ValueError(f"{where}: unsupported state dict format {saved.get('format')!r}")
+        archive = saved["archive"].detach().cpu().contiguous().numpy().tobytes()
+        if saved.get("format") == _CHECKPOINT_FORMAT and zlib.crc32(archive) != saved.get("checksum"):
+            raise ValueError(f"{where}: the optimizer state is corrupted (its checksum does not match "
+                             "its bytes); load an intact copy")
+        return archive
 
     def __getstate__(self):
         raise TypeError("dash.Dash cannot be pickled or shallow-copied (its state lives in C++); "

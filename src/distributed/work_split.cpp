@@ -67,4 +67,22 @@ blocking::StackPlan plan_for_rank(const blocking::StackPlan& plan, const WorkSpl
   return blocking::restrict_plan(plan, keep_blocks, keep_segments, blocking);
 }
 
+RankOrigin rank_origin(const blocking::StackPlan& plan, const WorkSplit& split, int64_t rank) {
+  // As restrict_plan() keeps them: stacks in order, those left empty dropped, blocks in order.
+  RankOrigin origin;
+  for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
+    std::vector<int64_t> blocks;
+    for (int64_t b = 0; b < plan.gradient_stacks[s].count(); ++b) {
+      if (split.block_owner[s][b] == rank) blocks.push_back(b);
+    }
+    if (blocks.empty()) continue;
+    origin.stacks.push_back(static_cast<int64_t>(s));
+    origin.blocks.push_back(std::move(blocks));
+  }
+  for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {
+    if (split.segment_owner[j] == rank) origin.segments.push_back(static_cast<int64_t>(j));
+  }
+  return origin;
+}
+
 }  // namespace dash::distributed

@@ -35,4 +35,16 @@ WorkSplit split_work(const blocking::StackPlan& plan, int64_t world_size);
 blocking::StackPlan plan_for_rank(const blocking::StackPlan& plan, const WorkSplit& split, int64_t rank,
     const std::vector<blocking::GroupBlocking>& blocking);
 
+/// Where the stacks of plan_for_rank(plan, split, rank, ...) come from: per gradient
+/// stack, the stack of `plan` it restricts and its blocks' numbers there; per AdamW
+/// segment, the segment of `plan` it is. What a checkpoint written on one world size
+/// needs to be read on another.
+struct RankOrigin {
+  std::vector<int64_t> stacks;
+  std::vector<std::vector<int64_t>> blocks;
+  std::vector<int64_t> segments;
+};
+
+RankOrigin rank_origin(const blocking::StackPlan& plan, const WorkSplit& split, int64_t rank);
+
 }  // namespace dash::distributed

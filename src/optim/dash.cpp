@@ -9,6 +9,7 @@
 #include <c10/util/Exception.h>
 #include <torch/serialize/archive.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -183,10 +184,12 @@ void Dash::save(torch::serialize::OutputArchive& archive) const {
   impl_->save(archive, param_groups_);
 }
 
-// Everything is read into a fresh engine and fresh options first; the optimizer
-// is changed only after the whole checkpoint has been read and checked.
-void Dash::load(torch::serialize::InputArchive& archive) {
-  const std::lock_guard<std::mutex> lock(*mutex_);
+namespace {
+
+// The checkpoint's format, world size and groups' options; the world size must be
+// `expected_world_size` where it is given.
+std::vector<DashOptions> read_checkpoint_options(torch::serialize::InputArchive& archive, size_t groups,
+    std::optional<int64_t> expected_world_size, int64_t* world_size) {
   auto read_value = [&](const std::string& key) {
     c10::IValue value;
     archive.read(key, value);
@@ -194,22 +197,36 @@ void Dash::load(torch::serialize::InputArchive& archive) {
   };
   TORCH_CHECK(read_value("dash.format").toInt() == kCheckpointFormat, "dash::Dash: unsupported checkpoint format");
   c10::IValue saved_world;
-  const int64_t world_size = distributed_ ? distributed_->world_size() : 1;
   const int64_t saved_world_size = archive.try_read("dash.world_size", saved_world) ? saved_world.toInt() : 1;
-  TORCH_CHECK(saved_world_size == world_size, "dash::Dash: the checkpoint holds the optimizer state of ",
-      saved_world_size == 1 ? std::string("a single process") : "one of " + std::to_string(saved_world_size) + " ranks",
-      ", this optimizer runs on ",
-      world_size == 1 ? std::string("a single process") : std::to_string(world_size) + " ranks",
-      "; resume with the same number of ranks (each rank loads its own shard)");
-  TORCH_CHECK(read_value("dash.groups").toInt() == static_cast<int64_t>(param_groups_.size()),
-      "dash::Dash: the checkpoint has ", read_value("dash.groups").toInt(), " parameter groups, this optimizer ",
-      param_groups_.size());
-  std::vector<DashOptions> options(param_groups_.size());
-  for (size_t g = 0; g < param_groups_.size(); ++g) {
+  if (world_size != nullptr) *world_size = saved_world_size;
+  if (expected_world_size) {
+    const auto world = *expected_world_size;
+    TORCH_CHECK(saved_world_size == world, "dash::Dash: the checkpoint holds the optimizer state of ",
+        saved_world_size == 1 ? std::string("a single process")
+                              : "one of " + std::to_string(saved_world_size) + " ranks",
+        ", this optimizer runs on ", world == 1 ? std::string("a single process") : std::to_string(world) + " ranks",
+        "; resume with the same number of ranks (each rank loads its own shard), or give every rank's shard to "
+        "load_resharded()");
+  }
+  TORCH_CHECK(read_value("dash.groups").toInt() == static_cast<int64_t>(groups), "dash::Dash: the checkpoint has ",
+      read_value("dash.groups").toInt(), " parameter groups, this optimizer ", groups);
+  std::vector<DashOptions> options(groups);
+  for (size_t g = 0; g < groups; ++g) {
     torch::serialize::InputArchive options_archive;
     archive.read("dash.group." + std::to_string(g), options_archive);
     options[g].serialize(options_archive);
   }
+  return options;
+}
+
+}  // namespace
+
+// Everything is read into a fresh engine and fresh options first; the optimizer
+// is changed only after the whole checkpoint has been read and checked.
+void Dash::load(torch::serialize::InputArchive& archive) {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  const auto options = read_checkpoint_options(
+      archive, param_groups_.size(), distributed_ ? distributed_->world_size() : int64_t{1}, nullptr);
   // The layout is checked with the checkpoint's options applied to these parameters.
   std::vector<torch::optim::OptimizerParamGroup> groups;
   for (size_t g = 0; g < param_groups_.size(); ++g) {
@@ -217,6 +234,31 @@ void Dash::load(torch::serialize::InputArchive& archive) {
   }
   auto engine = std::make_unique<Dash::Impl>(groups, distributed_);
   engine->load(archive, groups);
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    param_groups_[g].set_options(std::make_unique<DashOptions>(options[g]));
+  }
+  impl_ = std::move(engine);
+}
+
+void Dash::load_resharded(std::vector<torch::serialize::InputArchive>& shards) {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  TORCH_CHECK(!shards.empty(), "dash::Dash::load_resharded: no checkpoint shards");
+  std::vector<DashOptions> options;
+  for (size_t r = 0; r < shards.size(); ++r) {
+    int64_t world_size = 0;
+    auto shard_options = read_checkpoint_options(shards[r], param_groups_.size(), std::nullopt, &world_size);
+    TORCH_CHECK(world_size == static_cast<int64_t>(shards.size()), "dash::Dash::load_resharded: shard ", r,
+        " was written by one of ", world_size, " ranks, but ", shards.size(),
+        " shards were given (all of them, in "
+        "rank order)");
+    if (r == 0) options = std::move(shard_options);
+  }
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  for (size_t g = 0; g < param_groups_.size(); ++g) {
+    groups.emplace_back(param_groups_[g].params(), std::make_unique<DashOptions>(options[g]));
+  }
+  auto engine = std::make_unique<Dash::Impl>(groups, distributed_);
+  engine->load_resharded(shards, groups);
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     param_groups_[g].set_options(std::make_unique<DashOptions>(options[g]));
   }

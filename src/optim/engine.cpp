@@ -210,6 +210,8 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
     }
   }
   plan_ = blocking::plan_stacks(shapes, group_of, blocking);
+  whole_plan_ = plan_;
+  blocking_ = blocking;
   param_shapes_ = std::move(shapes);
   overflow_limit_ = overflow_limit_for(plan_);  // from all blocks, so that every rank decides alike
   if (params_.empty()) return;

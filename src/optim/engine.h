@@ -16,6 +16,7 @@
 
 #include <memory>
 #include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -128,10 +129,21 @@ class Engine {
   /// options) it was built for; throws, naming the difference, when the checkpoint
   /// was saved for other parameters, options or ranks.
   void load(torch::serialize::InputArchive& archive, const std::vector<torch::optim::OptimizerParamGroup>& groups);
+  /// Into a freshly built engine (engine_reshard.cpp): the checkpoint that
+  /// shards.size() ranks wrote (every rank's archive, in rank order), on whatever
+  /// world size this engine runs: each block's and segment's state is taken from the
+  /// shard of the rank that owned it. Throws, naming the difference, when a shard was
+  /// saved for other parameters or options, or by another number of ranks.
+  void load_resharded(std::vector<torch::serialize::InputArchive>& shards,
+      const std::vector<torch::optim::OptimizerParamGroup>& groups);
 
  private:
   struct StepContext;
   std::string layout_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
+  /// The layout signature of a checkpoint of `stacks` gradient and `factors` factor
+  /// stacks, without a rank line (a single process) and with one (rank of world).
+  static std::string layout_signature_of(const std::vector<torch::optim::OptimizerParamGroup>& groups, size_t stacks,
+      size_t factors, std::optional<std::pair<int64_t, int64_t>> rank_of_world);
   /// Calls visit(key, tensor&) for every state tensor, in checkpoint order.
   template <typename Self, typename Visit>
   static void for_each_state_tensor(Self& engine, Visit&& visit);
@@ -159,7 +171,9 @@ class Engine {
   /// parameters without decay or without a gradient.
   std::vector<double> weight_decay_factors(const StepContext& context) const;
 
-  blocking::StackPlan plan_;  ///< this rank's blocks (all blocks in a single process)
+  blocking::StackPlan plan_;                       ///< this rank's blocks (all blocks in a single process)
+  blocking::StackPlan whole_plan_;                 ///< every block, as one process plans them
+  std::vector<blocking::GroupBlocking> blocking_;  ///< per group, how its parameters are blocked
   std::shared_ptr<const DistributedContext> distributed_;
   std::vector<at::Tensor> params_;
   std::vector<std::vector<int64_t>> param_shapes_;  // as planned: a parameter's shape may not change

@@ -50,11 +50,17 @@ void Engine::for_each_state_tensor(Self& engine, Visit&& visit) {
 // Describes everything the state's shapes depend on; a checkpoint only loads into
 // an optimizer with the same description.
 std::string Engine::layout_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
+  return layout_signature_of(groups, stacks_.size(), factors_.size(),
+      distributed_ ? std::optional(std::pair(distributed_->rank(), distributed_->world_size())) : std::nullopt);
+}
+
+std::string Engine::layout_signature_of(const std::vector<torch::optim::OptimizerParamGroup>& groups, size_t stacks,
+    size_t factors, std::optional<std::pair<int64_t, int64_t>> rank_of_world) {
   std::string signature = groups_signature(groups);
-  signature += "stacks " + std::to_string(stacks_.size()) + " factors " + std::to_string(factors_.size());
-  if (distributed_) {
+  signature += "stacks " + std::to_string(stacks) + " factors " + std::to_string(factors);
+  if (rank_of_world) {
     // Each rank's checkpoint holds its share of the blocks, which depends on both.
-    signature += "\nrank " + std::to_string(distributed_->rank()) + " of " + std::to_string(distributed_->world_size());
+    signature += "\nrank " + std::to_string(rank_of_world->first) + " of " + std::to_string(rank_of_world->second);
   }
   return signature;
 }

@@ -116,13 +116,26 @@ py::bytes save_to_bytes(const Dash& optimizer) {
   return py::bytes(stream.str());
 }
 
-void load_from_bytes(Dash& optimizer, const py::bytes& data) {
+torch::serialize::InputArchive archive_from_bytes(const py::bytes& data) {
   const std::string bytes = data;
   torch::serialize::InputArchive archive;
   as_value_error([&] { archive.load_from(bytes.data(), bytes.size()); },
       "dash.Dash: the state dict's optimizer state is not a dash checkpoint: ");
+  return archive;
+}
+
+void load_from_bytes(Dash& optimizer, const py::bytes& data) {
+  auto archive = archive_from_bytes(data);
   py::gil_scoped_release release;
   optimizer.load(archive);
+}
+
+// Every rank's archive of a checkpoint written on any number of ranks.
+void load_resharded_from_bytes(Dash& optimizer, const std::vector<py::bytes>& shards) {
+  std::vector<torch::serialize::InputArchive> archives;
+  for (const auto& shard : shards) archives.push_back(archive_from_bytes(shard));
+  py::gil_scoped_release release;
+  optimizer.load_resharded(archives);
 }
 
 // The optimizer's calls take its lock (<dash/optimizer.h>); they wait for it
@@ -176,6 +189,7 @@ void bind_optimizer(py::module_& module) {
           })
       .def("save", &save_to_bytes)
       .def("load", &load_from_bytes)
+      .def("load_resharded", &load_resharded_from_bytes)
       .def("diagnostics", &diagnostics_dict)
       .def("profile_phases", &Dash::profile_phases)
       .def("profile_memory", &Dash::profile_memory)

@@ -103,5 +103,33 @@ TEST(WorkSplit, RankPlansPartitionTheBlocksAndRebuildTheirFactorStacks) {
   EXPECT_LE(*heaviest - *lightest, block_cost(32, 32, false));
 }
 
+// rank_origin() names, for each stack and segment of a rank's plan, the one of the
+// whole plan it came from: the same parameters, block positions and elements.
+TEST(WorkSplit, RankOriginsNameWhereEachRankBlockCameFrom) {
+  const auto plan = example_plan();
+  const std::vector<blocking::GroupBlocking> blocking = {{32, false, 0}};
+  for (int64_t ranks : {1, 2, 3, 7}) {
+    const auto split = split_work(plan, ranks);
+    for (int64_t rank = 0; rank < ranks; ++rank) {
+      const auto part = plan_for_rank(plan, split, rank, blocking);
+      const auto origin = rank_origin(plan, split, rank);
+      ASSERT_EQ(origin.stacks.size(), part.gradient_stacks.size());
+      for (size_t s = 0; s < part.gradient_stacks.size(); ++s) {
+        const auto& whole = plan.gradient_stacks[origin.stacks[s]];
+        ASSERT_EQ(static_cast<int64_t>(origin.blocks[s].size()), part.gradient_stacks[s].count());
+        for (int64_t i = 0; i < part.gradient_stacks[s].count(); ++i) {
+          EXPECT_EQ(blocking::flat_positions(part, part.gradient_stacks[s], i),
+              blocking::flat_positions(plan, whole, origin.blocks[s][i]));
+        }
+      }
+      ASSERT_EQ(origin.segments.size(), part.adamw_segments.size());
+      for (size_t j = 0; j < part.adamw_segments.size(); ++j) {
+        EXPECT_EQ(part.adamw_segments[j].offset, plan.adamw_segments[origin.segments[j]].offset);
+        EXPECT_EQ(part.adamw_segments[j].params, plan.adamw_segments[origin.segments[j]].params);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace dash::distributed

@@ -19,9 +19,10 @@ def make_optimizer(**distributed):
     return params, optimizer
 
 
-def train(params, optimizer, steps):
-    # Identical gradients on every rank, as after a data-parallel all-reduce.
-    for gradients in fixed_gradients(params, steps):
+def train(params, optimizer, steps, first=0, last=None):
+    """Steps [first, last) of `steps` (all by default), with identical gradients on every
+    rank, as after a data-parallel all-reduce."""
+    for gradients in fixed_gradients(params, steps)[first:last]:
         apply_step(optimizer, params, gradients)
 
 

@@ -1,12 +1,16 @@
 """One rank of test_distributed.py: trains the shared problem with dash.Dash over
 torch.distributed (Gloo) and saves its final parameters to OUT_DIR/rank<R>.pt.
 
-usage: distributed_worker.py OUT_DIR default|explicit|mismatch|ddp-zero   (RANK, WORLD_SIZE, MASTER_* set)
+usage: distributed_worker.py OUT_DIR default|explicit|mismatch|ddp-zero|save-half|resume-half
+(RANK, WORLD_SIZE, MASTER_* set)
 
 mismatch: rank 1 has a parameter of another shape; every rank must refuse to start
 (prints the error and exits 3). ddp-zero: a small model under DDP with
 dash.no_reduce_hook and dash.Dash(scheme="zero"), each rank on its own batches
-(distributed_problem.train_ddp_zero).
+(distributed_problem.train_ddp_zero). save-half: the first half of the steps, then
+each rank's state_dict() to OUT_DIR/state<R>.pt and the parameters to
+OUT_DIR/half.pt; resume-half: every saved state dict (whatever number of ranks wrote
+them) into this world size through load_sharded_state_dicts, then the second half.
 """
 
 import sys
@@ -32,6 +36,24 @@ if which_group == "mismatch":
 if which_group == "ddp-zero":
     model = train_ddp_zero(dist.get_rank())
     torch.save([p.detach() for p in model.parameters()], out_dir / f"rank{dist.get_rank()}.pt")
+    dist.barrier()
+    dist.destroy_process_group()
+    sys.exit(0)
+if which_group in ("save-half", "resume-half"):
+    params, optimizer = make_optimizer()
+    if which_group == "save-half":
+        train(params, optimizer, STEPS, first=0, last=STEPS // 2)
+        torch.save(optimizer.state_dict(), out_dir / f"state{dist.get_rank()}.pt")
+        if dist.get_rank() == 0:
+            torch.save([p.detach() for p in params], out_dir / "half.pt")
+    else:
+        with torch.no_grad():
+            for param, value in zip(params, torch.load(out_dir / "half.pt")):
+                param.copy_(value)
+        shards = sorted(out_dir.glob("state*.pt"), key=lambda path: int(path.stem[len("state"):]))
+        optimizer.load_sharded_state_dicts([torch.load(path) for path in shards])
+        train(params, optimizer, STEPS, first=STEPS // 2, last=STEPS)
+        torch.save([p.detach() for p in params], out_dir / f"rank{dist.get_rank()}.pt")
     dist.barrier()
     dist.destroy_process_group()
     sys.exit(0)

@@ -67,3 +67,18 @@ def test_ddp_with_zero_scheme_matches_one_process_on_the_average_gradient(tmp_pa
         for single, shared in zip(reference.parameters(), distributed):
             assert torch.equal(single.detach(), shared), (
                 f"rank {rank} differs from one process by {(single.detach() - shared).abs().max().item()}")
+
+
+@pytest.mark.parametrize("saved_on, resumed_on", [(1, 2), (2, 1), (2, 4)])
+def test_a_checkpoint_resumes_on_another_number_of_ranks_bitwise(tmp_path, saved_on, resumed_on):
+    for mode, world_size in (("save-half", saved_on), ("resume-half", resumed_on)):
+        for rank, (code, output) in enumerate(run_ranks(tmp_path, mode, world_size)):
+            assert code == 0, f"{mode} on {world_size} ranks: rank {rank} failed:\n{output}"
+    params, optimizer = make_optimizer(distributed=False)
+    train(params, optimizer, STEPS)
+    for rank in range(resumed_on):
+        resumed = torch.load(tmp_path / f"rank{rank}.pt")
+        for single, shared in zip(params, resumed):
+            assert torch.equal(single.detach(), shared), (
+                f"{saved_on} → {resumed_on} ranks: rank {rank} differs from the uninterrupted run by "
+                f"{(single.detach() - shared).abs().max().item()}")

@@ -307,6 +307,7 @@ def test_a_foreign_state_dict_is_rejected_and_the_optimizer_stays_usable():
     (dict(block_size=2**64), "an integer that fits in 64 bits"),
     (dict(betas=0.9), "must be a pair"),
     (dict(communication_dtype="int8"), "unknown communication dtype 'int8'"),
+    (dict(scheme="zero2"), "unknown distribution scheme 'zero2'"),
 ])
 def test_bad_options_raise_value_error_naming_them(options, message):
     with pytest.raises(ValueError, match=re.escape(message)):
