@@ -16,6 +16,7 @@
 #include <torch/optim/optimizer.h>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -181,10 +182,14 @@ class Dash : public torch::optim::Optimizer {
  private:
   /// A fresh state for the param groups as they are (only before the first step).
   void rebuild_engine();
+  class Impl;  // the state and the step (src/optim/), not part of the API
+  /// A fresh engine for the checkpoint's `options`, filled by `read`; installed with
+  /// the options only once `read` has returned (a load that throws changes nothing).
+  void install_loaded(const std::vector<DashOptions>& options,
+      const std::function<void(Impl&, const std::vector<torch::optim::OptimizerParamGroup>&)>& read);
   /// step() after the closure, with the lock held.
   void step_locked();
 
-  class Impl;  // the state and the step (src/optim/), not part of the API
   std::unique_ptr<Impl> impl_;
   std::shared_ptr<const DistributedContext> distributed_;
   /// Taken by every call that reads or changes the state (held by pointer: a Dash stays movable).

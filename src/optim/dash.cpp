@@ -225,19 +225,11 @@ std::vector<DashOptions> read_checkpoint_options(torch::serialize::InputArchive&
 // is changed only after the whole checkpoint has been read and checked.
 void Dash::load(torch::serialize::InputArchive& archive) {
   const std::lock_guard<std::mutex> lock(*mutex_);
-  const auto options = read_checkpoint_options(
-      archive, param_groups_.size(), distributed_ ? distributed_->world_size() : int64_t{1}, nullptr);
-  // The layout is checked with the checkpoint's options applied to these parameters.
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  for (size_t g = 0; g < param_groups_.size(); ++g) {
-    groups.emplace_back(param_groups_[g].params(), std::make_unique<DashOptions>(options[g]));
-  }
-  auto engine = std::make_unique<Dash::Impl>(groups, distributed_);
-  engine->load(archive, groups);
-  for (size_t g = 0; g < param_groups_.size(); ++g) {
-    param_groups_[g].set_options(std::make_unique<DashOptions>(options[g]));
-  }
-  impl_ = std::move(engine);
+  install_loaded(read_checkpoint_options(
+                     archive, param_groups_.size(), distributed_ ? distributed_->world_size() : int64_t{1}, nullptr),
+      [&](Impl& engine, const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+        engine.load(archive, groups);
+      });
 }
 
 void Dash::load_resharded(std::vector<torch::serialize::InputArchive>& shards) {
@@ -249,16 +241,23 @@ void Dash::load_resharded(std::vector<torch::serialize::InputArchive>& shards) {
     auto shard_options = read_checkpoint_options(shards[r], param_groups_.size(), std::nullopt, &world_size);
     TORCH_CHECK(world_size == static_cast<int64_t>(shards.size()), "dash::Dash::load_resharded: shard ", r,
         " was written by one of ", world_size, " ranks, but ", shards.size(),
-        " shards were given (all of them, in "
-        "rank order)");
+        " shards were given (all of them, in rank order)");
     if (r == 0) options = std::move(shard_options);
   }
+  install_loaded(options, [&](Impl& engine, const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+    engine.load_resharded(shards, groups);
+  });
+}
+
+// The layout is checked with the checkpoint's options applied to these parameters.
+void Dash::install_loaded(const std::vector<DashOptions>& options,
+    const std::function<void(Impl&, const std::vector<torch::optim::OptimizerParamGroup>&)>& read) {
   std::vector<torch::optim::OptimizerParamGroup> groups;
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     groups.emplace_back(param_groups_[g].params(), std::make_unique<DashOptions>(options[g]));
   }
   auto engine = std::make_unique<Dash::Impl>(groups, distributed_);
-  engine->load_resharded(shards, groups);
+  read(*engine, groups);
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     param_groups_[g].set_options(std::make_unique<DashOptions>(options[g]));
   }

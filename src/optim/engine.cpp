@@ -180,6 +180,13 @@ void check_parameters(const std::vector<torch::optim::OptimizerParamGroup>& grou
       TORCH_CHECK(!param.is_meta(), "dash::Dash: a parameter of shape ", param.sizes(),
           " is on the meta device (no data); build the optimizer after the model is materialised (e.g. "
           "to_empty() and loading its weights)");
+      // FSDP2's fully_shard and tensor parallelism make DTensors: subclasses whose data
+      // lives in Python-side shards that no C++ view can address.
+      TORCH_CHECK(!param.unsafeGetTensorImpl()->is_python_dispatch(), "dash::Dash: a parameter of shape ",
+          param.sizes(),
+          " is a tensor subclass with its own dispatch (a DTensor of FSDP2's fully_shard or of tensor "
+          "parallelism, say); dash takes plain tensors. To shard the optimizer's work and state over ranks, "
+          "use data parallelism with the zero distribution scheme (docs/python.md, \"Distributed\")");
       if (first_param == nullptr) first_param = &param;
       TORCH_CHECK(param.device() == first_param->device(), "dash::Dash: all parameters must be on one device, got ",
           first_param->device(), " and ", param.device());

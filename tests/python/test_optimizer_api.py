@@ -816,3 +816,29 @@ def test_a_corrupted_state_dict_is_a_value_error_and_changes_nothing():
     older = {**state, "dash": {"format": 1, "archive": archive}}
     target.load_state_dict(older)
     assert target.diagnostics()["steps_taken"] == 3
+
+
+class _WrapperTensor(torch.Tensor):
+    """A tensor subclass with its own dispatch, as FSDP2's DTensor is."""
+
+    @staticmethod
+    def __new__(cls, elem):
+        return torch.Tensor._make_wrapper_subclass(cls, elem.shape, dtype=elem.dtype, device=elem.device,
+                                                   requires_grad=True)
+
+    def __init__(self, elem):
+        self.elem = elem
+
+    __torch_function__ = torch._C._disabled_torch_function_impl
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        unwrap = lambda value: value.elem if isinstance(value, _WrapperTensor) else value  # noqa: E731
+        return func(*[unwrap(arg) for arg in args], **{key: unwrap(value) for key, value in (kwargs or {}).items()})
+
+
+def test_tensor_subclass_parameters_such_as_fsdp2_dtensors_are_refused_by_name():
+    # FSDP2 (fully_shard) parameters are DTensors; dash's C++ cannot address their data
+    # (bench/probes/fsdp2_probe.py shows the real thing under torch 2.6).
+    with pytest.raises(RuntimeError, match="is a tensor subclass with its own dispatch"):
+        dash.Dash([_WrapperTensor(torch.zeros(8, 4))])
