@@ -34,8 +34,15 @@ void check_ranks_agree(
   for (const auto& group : groups) {
     if (!group.params().empty()) device = group.params().front().device();
   }
-  distributed->check_same_on_all_ranks(optim::groups_signature(groups), device,
-      "parameter shapes and state-shaping options (" + optim::state_shaping_option_names() + ")");
+  // The distributed options too: ranks of different schemes or dtypes would run
+  // collectives of different kinds or sizes.
+  const auto& options = distributed->options();
+  distributed->check_same_on_all_ranks(optim::groups_signature(groups) + "\ndistribution scheme " +
+                                           to_string(options.scheme()) + ", communication dtype " +
+                                           to_string(options.communication_dtype()),
+      device,
+      "parameter shapes, state-shaping options (" + optim::state_shaping_option_names() +
+          ") and distributed options (scheme, communication_dtype)");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <c10/util/Exception.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <numeric>
 
@@ -163,7 +164,7 @@ class ExchangeDistributor final : public Distributor {
     }
     exchange_ =
         std::make_unique<distributed::ShareExchange>(context, layouts_[context.rank()].numel, zero_, options.device());
-    bound_workspace(0);
+    use_bound(0);
     plan = rank_plans_[context.rank()];
   }
 
@@ -175,18 +176,9 @@ class ExchangeDistributor final : public Distributor {
 
   at::Tensor maximum_over_ranks(const at::Tensor& values) override { return exchange_->maximum(values); }
 
-  // Per element of a round: the all-gather's send and receive buffers, and with
-  // gradients the all-to-all's output (its input and the average reuse those where
-  // the updates are float32; 16-bit updates take less than the 4 bytes counted).
-  void bound_workspace(int64_t bytes) override {
-    if (rounds_.numel > 0 && bytes == bound_) return;
-    bound_ = bytes;
-    const int64_t world = context_.world_size();
-    const int64_t per_element = 4 * (1 + world + (zero_ ? world : 0));
-    rounds_ =
-        distributed::share_rounds(rank_plans_, layouts_, bytes == 0 ? 0 : std::max<int64_t>(1, bytes / per_element));
-    exchange_->set_round_numel(rounds_.numel);
-  }
+  // Taken up by the next agreement (agree_on_gradients): the ranks' budgets differ
+  // with their state, and their rounds must not.
+  void bound_workspace(int64_t bytes) override { requested_bound_ = bytes; }
 
   int64_t communicated_bytes_per_step() const override {
     return static_cast<int64_t>(rounds_.ranges.size()) * exchange_->bytes_per_round();
@@ -254,10 +246,14 @@ class ExchangeDistributor final : public Distributor {
   // already, and a rank that went on alone would wait forever in a collective the
   // others skip; under Zero a parameter some rank has a gradient for takes a step,
   // from a zero gradient where a rank has none (as DDP counts unused parameters).
+  // With them, the smallest workspace bound of all ranks (as −bound; none as
+  // −FLT_MAX), which sets the rounds of this step's exchanges.
   void agree_on_gradients(const std::vector<at::Tensor>& params, std::vector<bool>& has_grad, PhaseProfile& profile) {
     std::vector<float> signs;
     for (bool has : has_grad) signs.push_back(has ? 1.0f : 0.0f);
     for (bool has : has_grad) signs.push_back(has ? -1.0f : 0.0f);
+    constexpr float kNoBound = -std::numeric_limits<float>::max();
+    signs.push_back(requested_bound_ > 0 ? -static_cast<float>(requested_bound_) : kNoBound);
     at::Tensor agreed;
     {
       ScopedPhase phase(profile, Phase::Communication);
@@ -276,6 +272,22 @@ class ExchangeDistributor final : public Distributor {
       if (some && !has_grad[i] && params[i].numel() > 0) params[i].mutable_grad() = at::zeros_like(params[i]);
       has_grad[i] = some;
     }
+    const float bound = values[2 * count];
+    use_bound(bound == kNoBound ? 0 : static_cast<int64_t>(-bound));
+  }
+
+  // Rounds whose buffers fit `bytes` (0: one round). Per element of a round: the
+  // all-gather's send and receive buffers, and with gradients the all-to-all's
+  // output (its input and the average reuse those where the updates are float32;
+  // 16-bit updates take less than the 4 bytes counted).
+  void use_bound(int64_t bytes) {
+    if (rounds_.numel > 0 && bytes == bound_) return;
+    bound_ = bytes;
+    const int64_t world = context_.world_size();
+    const int64_t per_element = 4 * (1 + world + (zero_ ? world : 0));
+    rounds_ =
+        distributed::share_rounds(rank_plans_, layouts_, bytes == 0 ? 0 : std::max<int64_t>(1, bytes / per_element));
+    exchange_->set_round_numel(rounds_.numel);
   }
 
   // Round by round: every rank's gradients of every rank's range into the
@@ -358,7 +370,8 @@ class ExchangeDistributor final : public Distributor {
   std::vector<distributed::ShareLayout> layouts_;
   std::unique_ptr<distributed::ShareExchange> exchange_;
   distributed::ShareRounds rounds_;
-  int64_t bound_ = 0;
+  int64_t bound_ = 0;                      ///< the bound rounds_ were made for, agreed by all ranks
+  int64_t requested_bound_ = 0;            ///< this rank's, for the next agreement
   std::vector<linalg::ViewPair> pending_;  ///< updates into this rank's share, until the next flush
   ParameterWriter writer_;
 };

@@ -9,7 +9,7 @@
 // averaged over the ranks first, and all-gathers the others' updates
 // (distributed/share_exchange.h). The engine runs the same step either way. To add
 // a scheme: a class in distributor.cpp, its case in make_distributor(), and its
-// instance in tests/optim/test_distributor_contract.cpp.
+// instance in tests/distributed/test_distributor_contract.cpp.
 
 #include <dash/distributed.h>
 
@@ -54,7 +54,9 @@ class Distributor {
 
   /// Bounds the buffers the scheme keeps besides this rank's share of the updates by
   /// `bytes` (0: no bound), from the step's workspace budget; a rank of several then
-  /// exchanges in rounds that fit.
+  /// exchanges in rounds that fit the smallest bound of all ranks (agreed with the
+  /// gradients, from the next receive_gradients() on: ranks' budgets differ with
+  /// their state).
   virtual void bound_workspace(int64_t bytes) = 0;
 
   // Accounting.

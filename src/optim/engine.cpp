@@ -225,12 +225,21 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
   const auto to = at::TensorOptions().dtype(at::kFloat).device(params_.front().device());
   factor_resets_total_ = at::zeros({}, to.dtype(at::kLong));
   distributor_ = make_distributor(distributed_.get(), plan_, blocking, to);
-  plan_uses_param_.assign(params_.size(), false);
+  // Which parameters' gradients this process reads: all of a parameter's blocks (or
+  // its AdamW segment), some of its blocks (a rank of several), or none.
+  std::vector<int64_t> blocks_here(params_.size(), 0), blocks_anywhere(params_.size(), 0);
   for (const auto& stack : plan_.gradient_stacks) {
-    for (auto i : stack.block_params) plan_uses_param_[i] = true;
+    for (auto i : stack.block_params) ++blocks_here[i];
+  }
+  for (const auto& stack : whole_plan_.gradient_stacks) {
+    for (auto i : stack.block_params) ++blocks_anywhere[i];
+  }
+  param_use_.assign(params_.size(), ParamUse::None);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (blocks_here[i] > 0) param_use_[i] = blocks_here[i] == blocks_anywhere[i] ? ParamUse::Whole : ParamUse::Part;
   }
   for (const auto& segment : plan_.adamw_segments) {
-    for (auto i : segment.params) plan_uses_param_[i] = true;
+    for (auto i : segment.params) param_use_[i] = ParamUse::Whole;
   }
   for (const auto& stack : plan_.gradient_stacks) {
     const auto& options = options_of(groups[stack.group]);
@@ -339,14 +348,25 @@ bool Engine::gradients_usable(StepContext& context) {
   std::vector<at::Tensor> checked;
   if (!context.keep_gradients) {
     for (size_t i = 0; i < params_.size(); ++i) {
-      if (context.has_grad[i] && plan_uses_param_[i]) checked.push_back(params_[i].grad());
+      if (context.has_grad[i] && param_use_[i] == ParamUse::Whole) checked.push_back(params_[i].grad());
+    }
+    // A parameter only some of whose blocks are this rank's: those blocks' regions
+    // (under Zero the others hold this rank's own, unaveraged gradients).
+    for (const auto& stack : plan_.gradient_stacks) {
+      for (const auto& region : stack.regions) {
+        const auto i = static_cast<size_t>(region.param);
+        if (!context.has_grad[i] || param_use_[i] != ParamUse::Part) continue;
+        checked.push_back(
+            blocking::region_in_matrix(blocking::as_matrix(params_[i].grad(), plan_.parameters[i].view), region));
+      }
     }
   } else {
     for (const auto& stack : stacks_) checked.push_back(stack.gathered);
     checked.push_back(adamw_grad_);
   }
-  // (No gradient elements at all: nothing to skip for; a zero stands in.)
-  const auto largest_magnitude = linalg::largest_magnitude_of_list(checked);
+  // (No gradient elements at all: nothing to skip for; a zero stands in, on the
+  // parameters' device like the rest of the decision.)
+  const auto largest_magnitude = linalg::largest_magnitude_of_list(checked).to(adamw_grad_.device());
   auto exceeded = bounded_failures_exceeded(context);
   if (!exceeded.defined()) exceeded = at::zeros({}, largest_magnitude.options());
   const auto decided = distributor_->maximum_over_ranks(at::stack({largest_magnitude, exceeded}));
@@ -378,13 +398,21 @@ bool Engine::gradients_usable(StepContext& context) {
       too_large = i;
     }
   }
-  // On a rank of several, the gradient may be another rank's (under Zero, averaged
-  // into this rank's blocks or not seen here at all).
-  const bool local = non_finite || too_large;
-  const size_t culprit = non_finite.value_or(too_large.value_or(0));
-  const auto where = local ? "parameter " + std::to_string(culprit) + " of shape " + c10::str(params_[culprit].sizes())
+  // Every rank decides from what all of them saw (on this path only, one more small
+  // collective): whether some rank holds a non-finite gradient, and whether the
+  // policy of such a gradient's group is to raise. A rank may see none of it (under
+  // Zero the gradient can be another rank's alone).
+  const bool raise_here = non_finite && context.options(plan_.parameters[*non_finite].group).non_finite_gradients() ==
+                                            NonFiniteGradients::Error;
+  const auto seen = distributor_
+                        ->maximum_over_ranks(
+                            at::tensor({non_finite ? 1.0f : 0.0f, raise_here ? 1.0f : 0.0f}).to(adamw_grad_.device()))
+                        .cpu();
+  const bool any_non_finite = seen[0].item<float>() > 0.0f;
+  const auto named = any_non_finite ? non_finite : too_large;
+  const auto where = named ? "parameter " + std::to_string(*named) + " of shape " + c10::str(params_[*named].sizes())
                            : std::string("another rank's gradients");
-  if (local ? !non_finite : std::isfinite(largest)) {
+  if (!any_non_finite) {
     const double magnitude = std::isfinite(largest) || !too_large
                                  ? largest
                                  : params_[*too_large].grad().abs().max().to(at::kDouble).item<double>();
@@ -395,15 +423,7 @@ bool Engine::gradients_usable(StepContext& context) {
     ++overflow_skipped_steps_;
     return false;
   }
-  // Not seen here: the strictest group's policy, so that every rank raises where
-  // the rank that saw it may.
-  auto policy = context.options(plan_.parameters[culprit].group).non_finite_gradients();
-  for (size_t g = 0; !local && g < context.groups->size(); ++g) {
-    if (context.options(static_cast<int64_t>(g)).non_finite_gradients() == NonFiniteGradients::Error) {
-      policy = NonFiniteGradients::Error;
-    }
-  }
-  TORCH_CHECK(policy == NonFiniteGradients::SkipStep, "dash::Dash: non-finite gradient (NaN or Inf) in ", where,
+  TORCH_CHECK(seen[1].item<float>() == 0.0f, "dash::Dash: non-finite gradient (NaN or Inf) in ", where,
       "; set the option non_finite_gradients to \"skip-step\" (C++: NonFiniteGradients::SkipStep) to skip such "
       "steps");
   TORCH_WARN("dash::Dash: skipping a step: non-finite gradient in ", where);
@@ -857,7 +877,8 @@ void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& grou
     for (auto& stack : stacks_) stack.gathered = at::Tensor();
   }
   {
-    // The gather only fills scratch buffers, so a step skipped after it changed nothing.
+    // The gather only fills scratch buffers, so a step skipped after it changed no
+    // state (under Zero the gradients of this rank's blocks hold their averages then).
     ScopedPhase phase(profile_, Phase::Copies);
     if (!collect_gradients(context)) return;
     gather_gradients(context);

@@ -130,11 +130,11 @@ class Engine {
   /// was saved for other parameters, options or ranks.
   void load(torch::serialize::InputArchive& archive, const std::vector<torch::optim::OptimizerParamGroup>& groups);
   /// Into a freshly built engine (engine_reshard.cpp): the checkpoint that
-  /// shards.size() ranks wrote (every rank's archive, in rank order), on whatever
+  /// archives.size() ranks wrote (every rank's archive, in rank order), on whatever
   /// world size this engine runs: each block's and segment's state is taken from the
   /// shard of the rank that owned it. Throws, naming the difference, when a shard was
   /// saved for other parameters or options, or by another number of ranks.
-  void load_resharded(std::vector<torch::serialize::InputArchive>& shards,
+  void load_resharded(std::vector<torch::serialize::InputArchive>& archives,
       const std::vector<torch::optim::OptimizerParamGroup>& groups);
 
  private:
@@ -177,7 +177,10 @@ class Engine {
   std::shared_ptr<const DistributedContext> distributed_;
   std::vector<at::Tensor> params_;
   std::vector<std::vector<int64_t>> param_shapes_;  // as planned: a parameter's shape may not change
-  std::vector<bool> plan_uses_param_;  ///< per parameter: some of its blocks or its segment are this process's
+  /// Per parameter: whether this process computes all of its blocks (or its AdamW
+  /// segment), some of them (a rank of several), or none.
+  enum class ParamUse { None, Whole, Part };
+  std::vector<ParamUse> param_use_;
   std::vector<GradientStackState> stacks_;
   std::vector<FactorStackState> factors_;
   std::vector<AdamWSegmentState> segments_;

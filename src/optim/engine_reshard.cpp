@@ -22,6 +22,10 @@
 namespace dash::optim {
 namespace {
 
+constexpr const char* kMomentNames[] = {".grad_ema", ".graft_stat", ".momentum", ".steps"};
+constexpr const char* kFactorNames[] = {
+    ".factors", ".roots", ".consecutive_failures", ".eigenvectors", ".eigenbasis_valid"};
+
 // One rank of a world (the writing or the reading one): its plan and where its
 // stacks and segments come from in the whole plan.
 struct RankPart {
@@ -36,188 +40,210 @@ RankPart rank_part(const blocking::StackPlan& whole, const std::vector<blocking:
   return {distributed::plan_for_rank(whole, split, rank, blocking), distributed::rank_origin(whole, split, rank)};
 }
 
-// A shard's tensors by key (those it holds).
-using ShardTensors = std::map<std::string, at::Tensor>;
+// A shard as read: its rank's part, its state tensors by checkpoint key (undefined
+// where it has none), its host step counts (its stacks' blocks end to end) and each
+// factor stack's choices of Execution::Auto and RootMethod::Auto (−1: none saved).
+struct Shard {
+  int64_t rank = 0;
+  RankPart part;
+  std::map<std::string, at::Tensor> tensors;
+  std::vector<int64_t> host_steps;
+  std::map<std::string, int64_t> choices;
+
+  const at::Tensor& required(const std::string& key) const {
+    const auto found = tensors.find(key);
+    TORCH_CHECK(found != tensors.end() && found->second.defined(), "dash::Dash: the checkpoint shard of rank ", rank,
+        " has no '", key, "'");
+    return found->second;
+  }
+  int64_t choice(const std::string& key) const {
+    const auto found = choices.find(key);
+    return found == choices.end() ? -1 : found->second;
+  }
+};
 
 at::Tensor read_optional(torch::serialize::InputArchive& archive, const std::string& key) {
   at::Tensor tensor;
   return archive.try_read(key, tensor, /*is_buffer=*/true) ? tensor : at::Tensor();
 }
 
-const at::Tensor& required(const ShardTensors& tensors, const std::string& key, int64_t rank) {
-  const auto found = tensors.find(key);
-  TORCH_CHECK(found != tensors.end() && found->second.defined(), "dash::Dash: the checkpoint shard of rank ", rank,
-      " has no '", key, "'");
-  return found->second;
+// The state of the shard's stacks, factor stacks and segments (its counters are the
+// engine's to read).
+void read_state(torch::serialize::InputArchive& archive, Shard& shard) {
+  const auto& plan = shard.part.plan;
+  for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
+    const auto prefix = "stack." + std::to_string(s);
+    const auto steps = read_optional(archive, prefix + ".host_steps");
+    TORCH_CHECK(steps.defined() && steps.numel() == plan.gradient_stacks[s].count(),
+        "dash::Dash: the checkpoint "
+        "shard of rank ",
+        shard.rank, " has no step counts for stack ", s);
+    const auto values = steps.to(at::kLong).contiguous();
+    shard.host_steps.insert(
+        shard.host_steps.end(), values.data_ptr<int64_t>(), values.data_ptr<int64_t>() + values.numel());
+    for (const char* name : kMomentNames) shard.tensors[prefix + name] = read_optional(archive, prefix + name);
+  }
+  for (size_t k = 0; k < plan.factor_stacks.size(); ++k) {
+    const auto prefix = "factor." + std::to_string(k);
+    for (const char* name : kFactorNames) shard.tensors[prefix + name] = read_optional(archive, prefix + name);
+    for (const char* name : {".root_execution", ".root_method"}) {
+      c10::IValue value;
+      if (archive.try_read(prefix + name, value)) shard.choices[prefix + name] = value.toInt();
+    }
+  }
+  for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {
+    const auto prefix = "segment." + std::to_string(j);
+    for (const char* name : kMomentNames) shard.tensors[prefix + name] = read_optional(archive, prefix + name);
+  }
+}
+
+// Where each block ((stack, block) of the whole plan) and each AdamW segment was:
+// (shard, its stack or segment, its block).
+struct Homes {
+  std::map<std::pair<int64_t, int64_t>, std::tuple<size_t, size_t, int64_t>> blocks;
+  std::map<int64_t, std::pair<size_t, size_t>> segments;
+};
+
+Homes homes_of(const std::vector<Shard>& shards) {
+  Homes homes;
+  for (size_t r = 0; r < shards.size(); ++r) {
+    const auto& origin = shards[r].part.origin;
+    for (size_t s = 0; s < origin.stacks.size(); ++s) {
+      for (size_t i = 0; i < origin.blocks[s].size(); ++i) {
+        homes.blocks[{origin.stacks[s], origin.blocks[s][i]}] = {r, s, static_cast<int64_t>(i)};
+      }
+    }
+    for (size_t j = 0; j < origin.segments.size(); ++j) homes.segments[origin.segments[j]] = {r, j};
+  }
+  return homes;
+}
+
+// Row `row` of `into` (allocated as zeros of `shape` on first use) from row
+// `from_row` of `from`, where the shard has it.
+void copy_optional_row(at::Tensor& into, at::IntArrayRef shape, int64_t row, const at::Tensor& from, int64_t from_row,
+    const at::Device& device) {
+  if (!from.defined()) return;
+  if (!into.defined()) into = at::zeros(shape, from.options().device(device));
+  into.select(0, row).copy_(from.select(0, from_row));
+}
+
+// Factor `row` of `into` from factor `from_row` of the shard's factor stack `old_k`.
+void copy_factor(FactorStackState& into, int64_t row, const Shard& shard, int64_t old_k, int64_t from_row) {
+  const auto prefix = "factor." + std::to_string(old_k);
+  const auto device = into.factors.device();
+  const auto count = into.factors.size(0);
+  into.factors.select(0, row).copy_(shard.required(prefix + ".factors").select(0, from_row));
+  into.roots.select(0, row).copy_(shard.required(prefix + ".roots").select(0, from_row));
+  copy_optional_row(
+      into.consecutive_failures, {count}, row, shard.tensors.at(prefix + ".consecutive_failures"), from_row, device);
+  copy_optional_row(
+      into.basis.vectors, into.factors.sizes(), row, shard.tensors.at(prefix + ".eigenvectors"), from_row, device);
+  copy_optional_row(into.basis.valid, {count}, row, shard.tensors.at(prefix + ".eigenbasis_valid"), from_row, device);
+}
+
+// The moments of block `row` (all of them for −1) from the shard's `prefix` stack or
+// segment, its block `from_row` (all for −1).
+void copy_moments(MomentState& into, int64_t row, const Shard& shard, const std::string& prefix, int64_t from_row) {
+  const std::pair<at::Tensor*, const char*> moments[] = {{&into.grad_ema, ".grad_ema"},
+      {&into.graft_stat, ".graft_stat"}, {&into.momentum, ".momentum"}, {&into.steps, ".steps"}};
+  for (const auto& [tensor, name] : moments) {
+    if (!tensor->defined()) continue;
+    const auto& saved = shard.required(prefix + name);
+    if (row < 0) {
+      tensor->copy_(saved);
+    } else {
+      tensor->select(0, row).copy_(saved.select(0, from_row));
+    }
+  }
+}
+
+// The per-stack counters restart from zero (they are diagnostics, and an old stack
+// may now be split over several), allocated with the state they count; the choices
+// of Execution::Auto and RootMethod::Auto are kept where every source stack made the
+// same one (else they are made again).
+void settle_stack(
+    FactorStackState& into, const std::set<std::pair<size_t, int64_t>>& sources, const std::vector<Shard>& shards) {
+  const auto counter = at::TensorOptions().dtype(at::kLong).device(into.factors.device());
+  if (into.consecutive_failures.defined() && !into.factor_resets.defined()) into.factor_resets = at::zeros({}, counter);
+  if (into.basis.vectors.defined() && !into.refresh_counts.defined()) into.refresh_counts = at::zeros({3}, counter);
+  std::set<int64_t> executions, methods;
+  for (const auto& [r, old_k] : sources) {
+    executions.insert(shards[r].choice("factor." + std::to_string(old_k) + ".root_execution"));
+    methods.insert(shards[r].choice("factor." + std::to_string(old_k) + ".root_method"));
+  }
+  if (executions.size() == 1 && *executions.begin() >= 0) {
+    into.root_execution = static_cast<Execution>(*executions.begin());
+    into.calibration_pending = into.root_execution == Execution::Auto;
+  }
+  if (methods.size() == 1 && *methods.begin() >= 0) into.root_method = static_cast<RootMethod>(*methods.begin());
 }
 
 }  // namespace
 
-void Engine::load_resharded(
-    std::vector<torch::serialize::InputArchive>& shards, const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+// Each shard's layout is checked against the one its rank would have now (same
+// parameters and options), then every block and segment of this engine is copied
+// from its home shard.
+void Engine::load_resharded(std::vector<torch::serialize::InputArchive>& archives,
+    const std::vector<torch::optim::OptimizerParamGroup>& groups) {
   TORCH_INTERNAL_ASSERT(steps_taken_ == 0, "Engine::load_resharded: into a fresh engine only");
-  TORCH_CHECK(!shards.empty(), "dash::Dash: no checkpoint shards to load");
-  const auto old_world = static_cast<int64_t>(shards.size());
-  const int64_t rank = distributed_ ? distributed_->rank() : 0;
-  const int64_t world = distributed_ ? distributed_->world_size() : 1;
-  const auto own = rank_part(whole_plan_, blocking_, rank, world);
-
-  // Every shard: its layout, its counters and its tensors.
-  std::vector<RankPart> old_parts;
-  std::vector<ShardTensors> tensors(shards.size());
-  std::vector<std::vector<int64_t>> host_steps(shards.size());
+  TORCH_CHECK(!archives.empty(), "dash::Dash: no checkpoint shards to load");
+  const auto old_world = static_cast<int64_t>(archives.size());
+  std::vector<Shard> shards(archives.size());
   for (int64_t r = 0; r < old_world; ++r) {
-    auto& archive = shards[r];
-    old_parts.push_back(rank_part(whole_plan_, blocking_, r, old_world));
-    const auto& plan = old_parts.back().plan;
-    c10::IValue layout;
+    auto& archive = archives[r];
+    auto& shard = shards[r];
+    shard.rank = r;
+    shard.part = rank_part(whole_plan_, blocking_, r, old_world);
+    const auto& plan = shard.part.plan;
+    const auto stacks = plan.gradient_stacks.size(), factors = plan.factor_stacks.size();
+    c10::IValue layout, steps;
     archive.read("dash.layout", layout);
-    const auto base = layout_signature_of(groups, plan.gradient_stacks.size(), plan.factor_stacks.size(), {});
-    const auto ranked =
-        layout_signature_of(groups, plan.gradient_stacks.size(), plan.factor_stacks.size(), std::pair(r, old_world));
-    TORCH_CHECK(layout.toStringRef() == ranked || (old_world == 1 && layout.toStringRef() == base),
+    const auto expected = layout_signature_of(groups, stacks, factors, std::pair(r, old_world));
+    TORCH_CHECK(layout.toStringRef() == expected ||
+                    (old_world == 1 && layout.toStringRef() == layout_signature_of(groups, stacks, factors, {})),
         "dash::Dash: checkpoint shard ", r, " of ", old_world, " was not saved by rank ", r, " of ", old_world,
-        " for these parameters and options.\nshard:\n", layout.toStringRef(), "\nexpected:\n", ranked);
-    c10::IValue value;
-    archive.read("dash.steps_taken", value);
+        " for these parameters and options.\nshard:\n", layout.toStringRef(), "\nexpected:\n", expected);
+    archive.read("dash.steps_taken", steps);
+    TORCH_CHECK(r == 0 || steps.toInt() == steps_taken_, "dash::Dash: checkpoint shards of different steps (rank 0 at ",
+        steps_taken_, ", rank ", r, " at ", steps.toInt(), ")");
     if (r == 0) {
-      steps_taken_ = value.toInt();
+      steps_taken_ = steps.toInt();
+      c10::IValue value;
       archive.read("dash.skipped_steps", value);
       skipped_steps_ = value.toInt();
       if (archive.try_read("dash.overflow_skipped_steps", value)) overflow_skipped_steps_ = value.toInt();
-    } else {
-      TORCH_CHECK(value.toInt() == steps_taken_, "dash::Dash: checkpoint shards of different steps (rank 0 at ",
-          steps_taken_, ", rank ", r, " at ", value.toInt(), ")");
     }
-    for (size_t s = 0; s < plan.gradient_stacks.size(); ++s) {
-      const auto prefix = "stack." + std::to_string(s);
-      const auto steps = read_optional(archive, prefix + ".host_steps").to(at::kLong).contiguous();
-      host_steps[r].insert(host_steps[r].end(), steps.data_ptr<int64_t>(), steps.data_ptr<int64_t>() + steps.numel());
-      for (const char* name : {".grad_ema", ".graft_stat", ".momentum", ".steps"}) {
-        tensors[r][prefix + name] = read_optional(archive, prefix + name);
-      }
-    }
-    for (size_t k = 0; k < plan.factor_stacks.size(); ++k) {
-      const auto prefix = "factor." + std::to_string(k);
-      for (const char* name : {".factors", ".roots", ".consecutive_failures", ".eigenvectors", ".eigenbasis_valid"}) {
-        tensors[r][prefix + name] = read_optional(archive, prefix + name);
-      }
-      c10::IValue choice;
-      if (archive.try_read(prefix + ".root_execution", choice))
-        tensors[r][prefix + ".root_execution"] = at::tensor(choice.toInt(), at::kLong);
-      if (archive.try_read(prefix + ".root_method", choice))
-        tensors[r][prefix + ".root_method"] = at::tensor(choice.toInt(), at::kLong);
-    }
-    for (size_t j = 0; j < plan.adamw_segments.size(); ++j) {
-      const auto prefix = "segment." + std::to_string(j);
-      for (const char* name : {".grad_ema", ".graft_stat", ".momentum", ".steps"}) {
-        tensors[r][prefix + name] = read_optional(archive, prefix + name);
-      }
-    }
+    read_state(archive, shard);
   }
-
-  // Where each block and segment of the whole plan was: (rank, its stack, its block).
-  std::map<std::pair<int64_t, int64_t>, std::tuple<int64_t, size_t, int64_t>> block_home;
-  std::map<int64_t, std::pair<int64_t, size_t>> segment_home;
-  for (int64_t r = 0; r < old_world; ++r) {
-    const auto& origin = old_parts[r].origin;
-    for (size_t s = 0; s < origin.stacks.size(); ++s) {
-      for (size_t i = 0; i < origin.blocks[s].size(); ++i) {
-        block_home[{origin.stacks[s], origin.blocks[s][i]}] = {r, s, static_cast<int64_t>(i)};
-      }
-    }
-    for (size_t j = 0; j < origin.segments.size(); ++j) segment_home[origin.segments[j]] = {r, j};
-  }
-
-  // Per factor stack of this engine: the old stacks its factors came from, for the
-  // choices made per stack (kept where they all agree).
-  std::vector<std::set<std::pair<int64_t, int64_t>>> factor_sources(factors_.size());
-  const auto device = params_.front().device();
-  auto copy_row = [&](at::Tensor& into, int64_t row, const at::Tensor& from, int64_t from_row, const at::Tensor& like) {
-    if (!from.defined()) return;
-    if (!into.defined()) into = at::zeros_like(like.defined() ? like : from.to(device));
-    into.select(0, row).copy_(from.select(0, from_row));
-  };
+  const auto homes = homes_of(shards);
+  const auto own = rank_part(
+      whole_plan_, blocking_, distributed_ ? distributed_->rank() : 0, distributed_ ? distributed_->world_size() : 1);
+  std::vector<std::set<std::pair<size_t, int64_t>>> factor_sources(factors_.size());
   for (size_t s = 0; s < stacks_.size(); ++s) {
     const auto& stack = plan_.gradient_stacks[s];
-    auto& state = stacks_[s];
     for (size_t i = 0; i < own.origin.blocks[s].size(); ++i) {
-      const auto [r, old_s, old_i] = block_home.at({own.origin.stacks[s], own.origin.blocks[s][i]});
-      const auto prefix = "stack." + std::to_string(old_s);
-      const auto& from = tensors[r];
+      const auto [r, old_s, old_i] = homes.blocks.at({own.origin.stacks[s], own.origin.blocks[s][i]});
+      const auto& shard = shards[r];
+      const auto& old_plan = shard.part.plan;
       const auto row = static_cast<int64_t>(i);
-      for (auto [name, tensor] :
-          {std::pair{".grad_ema", &state.moments.grad_ema}, std::pair{".graft_stat", &state.moments.graft_stat},
-              std::pair{".momentum", &state.moments.momentum}, std::pair{".steps", &state.moments.steps}}) {
-        if (tensor->defined()) tensor->select(0, row).copy_(required(from, prefix + name, r).select(0, old_i));
-      }
-      const auto& old_stack = old_parts[r].plan.gradient_stacks[old_s];
-      size_t block_in_old_plan = 0;  // the block's place in the shard's host step counts
-      for (size_t t = 0; t < old_s; ++t) block_in_old_plan += old_parts[r].plan.gradient_stacks[t].count();
-      state.steps[i] = host_steps[r].at(block_in_old_plan + static_cast<size_t>(old_i));
-      auto side = [&](int64_t k, int64_t offset, int64_t old_k, int64_t old_offset) {
-        auto& factor = factors_[k];
-        const auto old_prefix = "factor." + std::to_string(old_k);
-        const auto to = offset + row, from_row = old_offset + old_i;
-        factor.factors.select(0, to).copy_(required(from, old_prefix + ".factors", r).select(0, from_row));
-        factor.roots.select(0, to).copy_(required(from, old_prefix + ".roots", r).select(0, from_row));
-        const auto& failures = from.at(old_prefix + ".consecutive_failures");
-        if (failures.defined() && !factor.consecutive_failures.defined()) {
-          factor.consecutive_failures = at::zeros({plan_.factor_stacks[k].count}, failures.options().device(device));
-        }
-        copy_row(factor.consecutive_failures, to, failures, from_row, factor.consecutive_failures);
-        const auto& vectors = from.at(old_prefix + ".eigenvectors");
-        if (vectors.defined() && !factor.basis.vectors.defined()) factor.basis.vectors = at::zeros_like(factor.factors);
-        copy_row(factor.basis.vectors, to, vectors, from_row, factor.basis.vectors);
-        const auto& valid = from.at(old_prefix + ".eigenbasis_valid");
-        if (valid.defined() && !factor.basis.valid.defined()) {
-          factor.basis.valid = at::zeros({plan_.factor_stacks[k].count}, valid.options().device(device));
-        }
-        copy_row(factor.basis.valid, to, valid, from_row, factor.basis.valid);
-        factor_sources[k].insert({r, old_k});
-      };
-      side(stack.left_stack, stack.left_offset, old_stack.left_stack, old_stack.left_offset);
-      if (!stack.one_sided) side(stack.right_stack, stack.right_offset, old_stack.right_stack, old_stack.right_offset);
+      copy_moments(stacks_[s].moments, row, shard, "stack." + std::to_string(old_s), old_i);
+      int64_t first_of_stack = 0;  // the stack's first block in the shard's host step counts
+      for (size_t t = 0; t < old_s; ++t) first_of_stack += old_plan.gradient_stacks[t].count();
+      stacks_[s].steps[i] = shard.host_steps.at(static_cast<size_t>(first_of_stack + old_i));
+      const auto& old_stack = old_plan.gradient_stacks[old_s];
+      copy_factor(factors_[stack.left_stack], stack.left_offset + row, shard, old_stack.left_stack,
+          old_stack.left_offset + old_i);
+      factor_sources[stack.left_stack].insert({r, old_stack.left_stack});
+      if (stack.one_sided) continue;
+      copy_factor(factors_[stack.right_stack], stack.right_offset + row, shard, old_stack.right_stack,
+          old_stack.right_offset + old_i);
+      factor_sources[stack.right_stack].insert({r, old_stack.right_stack});
     }
   }
-  // The per-stack counters restart from zero (they are diagnostics, and an old stack
-  // may now be split over several), allocated with the state they count.
-  for (auto& factor : factors_) {
-    const auto counter = at::TensorOptions().dtype(at::kLong).device(device);
-    if (factor.consecutive_failures.defined() && !factor.factor_resets.defined()) {
-      factor.factor_resets = at::zeros({}, counter);
-    }
-    if (factor.basis.vectors.defined() && !factor.refresh_counts.defined())
-      factor.refresh_counts = at::zeros({3}, counter);
-  }
-  // Execution::Auto's and RootMethod::Auto's choices where every source stack made
-  // the same one (else they are made again).
-  auto choice = [&](const std::pair<int64_t, int64_t>& source, const char* name) {
-    const auto& saved = tensors[source.first]["factor." + std::to_string(source.second) + name];
-    return saved.defined() ? saved.item<int64_t>() : int64_t{-1};
-  };
-  for (size_t k = 0; k < factors_.size(); ++k) {
-    std::set<int64_t> executions, methods;
-    for (const auto& source : factor_sources[k]) {
-      executions.insert(choice(source, ".root_execution"));
-      methods.insert(choice(source, ".root_method"));
-    }
-    if (executions.size() == 1 && *executions.begin() >= 0) {
-      factors_[k].root_execution = static_cast<Execution>(*executions.begin());
-      factors_[k].calibration_pending = factors_[k].root_execution == Execution::Auto;
-    }
-    if (methods.size() == 1 && *methods.begin() >= 0)
-      factors_[k].root_method = static_cast<RootMethod>(*methods.begin());
-  }
+  for (size_t k = 0; k < factors_.size(); ++k) settle_stack(factors_[k], factor_sources[k], shards);
   for (size_t j = 0; j < segments_.size(); ++j) {
-    const auto [r, old_j] = segment_home.at(own.origin.segments[j]);
-    const auto prefix = "segment." + std::to_string(old_j);
-    auto& moments = segments_[j].moments;
-    for (auto [name, tensor] :
-        {std::pair{".grad_ema", &moments.grad_ema}, std::pair{".graft_stat", &moments.graft_stat},
-            std::pair{".momentum", &moments.momentum}, std::pair{".steps", &moments.steps}}) {
-      if (tensor->defined()) tensor->copy_(required(tensors[r], prefix + name, r));
-    }
+    const auto [r, old_j] = homes.segments.at(own.origin.segments[j]);
+    copy_moments(segments_[j].moments, -1, shards[r], "segment." + std::to_string(old_j), -1);
   }
 }
 

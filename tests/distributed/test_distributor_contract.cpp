@@ -26,6 +26,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <limits>
 #include <mutex>
 #include <string>
@@ -195,6 +196,41 @@ TEST_P(DistributorContract, AFailedCollectiveLeavesTheParametersAsTheyWere) {
   for (size_t i = 0; i < before.size(); ++i) EXPECT_TRUE(at::equal(after[i], before[i])) << "parameter " << i;
 }
 
+// Ranks whose workspace budgets differ (a budget is a fraction of a rank's own
+// state, or, as here, set apart) exchange in the same rounds: the smallest bound
+// wins. (Before the ranks agreed on it, such ranks ran collectives of different
+// sizes and counts.)
+TEST_P(DistributorContract, RanksWithDifferentWorkspaceBudgetsExchangeInTheSameRounds) {
+  DASH_SKIP_WITHOUT_GLOO();
+  if (ranks() < 2) GTEST_SKIP() << "one rank";
+  std::vector<std::vector<at::Tensor>> results(static_cast<size_t>(ranks()));
+  testing::on_gloo_ranks(ranks(), DistributedOptions().scheme(scheme()).timeout(std::chrono::seconds(20)),
+      [&](int64_t rank, DistributedContext& context) {
+        auto params = testing::distributed_problem_parameters(false);
+        // Rank 0: rounds of one block; the others: one round.
+        Dash optimizer(params, testing::distributed_problem_options().workspace_limit(rank == 0 ? 1.0 : 0.0),
+            std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
+        for (int64_t step = 0; step < testing::kDistributedProblemSteps; ++step) {
+          const auto grads = scheme() == DistributionScheme::Zero ? local_gradients(params, step, rank)
+                                                                  : average_gradients(params, step, ranks(), -1);
+          for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = grads[i];
+          optimizer.step();
+        }
+        for (const auto& param : params) results[rank].push_back(param.detach().clone());
+      });
+  // The ranks apply the same updates; how each computed its own roots (in chunks of
+  // one or as a stack) changes their last bits only.
+  Problem run;
+  const auto reference = one_process(run, ranks());
+  for (size_t r = 1; r < results.size(); ++r) {
+    for (size_t i = 0; i < reference.size(); ++i) EXPECT_TRUE(at::equal(results[r][i], results[0][i])) << r << " " << i;
+  }
+  for (size_t i = 0; i < reference.size(); ++i) {
+    EXPECT_LE(((results[0][i] - reference[i]).abs() / reference[i].abs().clamp_min(1e-3)).max().item<double>(), 1e-5)
+        << "parameter " << i;
+  }
+}
+
 // A 4 × 4 parameter with zero gradients (its roots fail at ε = 0) and an 8 × 8 one
 // with a full-rank gradient: each rank owns one of the two blocks.
 TEST_P(DistributorContract, ARootFailureLimitReachedOnOneRankStopsEveryRank) {
@@ -270,6 +306,34 @@ TEST_P(DistributorContract, ANonFiniteGradientOnOneRankSkipsTheStepOnEveryRank) 
       }
     }
   }
+}
+
+// Groups of different policies: a NaN in a skip-step group's parameter, on one rank
+// only, is skipped by every rank, including those that see none of it (they once
+// took the strictest group's policy and raised alone).
+TEST_P(DistributorContract, RanksThatDoNotSeeTheNanFollowTheGroupOfTheRankThatDoes) {
+  DASH_SKIP_WITHOUT_GLOO();
+  if (scheme() != DistributionScheme::Zero) GTEST_SKIP() << "replicated gradients are the same on every rank";
+  std::mutex mutex;
+  std::vector<std::string> errors;
+  testing::on_gloo_ranks(
+      ranks(), DistributedOptions().scheme(scheme()), [&](int64_t rank, DistributedContext& context) {
+        auto params = testing::distributed_problem_parameters(false);
+        std::vector<torch::optim::OptimizerParamGroup> groups;
+        const auto options = testing::distributed_problem_options();
+        groups.emplace_back(std::vector<at::Tensor>{params[0], params[1], params[2]},
+            std::make_unique<DashOptions>(DashOptions(options).non_finite_gradients(NonFiniteGradients::SkipStep)));
+        groups.emplace_back(std::vector<at::Tensor>(params.begin() + 3, params.end()),
+            std::make_unique<DashOptions>(DashOptions(options).non_finite_gradients(NonFiniteGradients::Error)));
+        Dash optimizer(std::move(groups), options,
+            std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
+        testing::set_distributed_problem_gradients(params, 0);
+        if (rank == 1) params[0].mutable_grad()[3][5] = std::numeric_limits<float>::quiet_NaN();
+        const auto error = testing::error_of([&] { optimizer.step(); });
+        const std::lock_guard<std::mutex> lock(mutex);
+        errors.push_back(error + " (skipped " + std::to_string(optimizer.diagnostics().skipped_steps) + ")");
+      });
+  for (const auto& error : errors) EXPECT_EQ(error, "<no error> (skipped 1)");
 }
 
 const auto kSchemes =
