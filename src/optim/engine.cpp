@@ -350,14 +350,16 @@ bool Engine::gradients_usable(StepContext& context) {
     for (size_t i = 0; i < params_.size(); ++i) {
       if (context.has_grad[i] && param_use_[i] == ParamUse::Whole) checked.push_back(params_[i].grad());
     }
-    // A parameter only some of whose blocks are this rank's: those blocks' regions
-    // (under Zero the others hold this rank's own, unaveraged gradients).
+    // A parameter only some of whose blocks are this rank's: the rectangles of those
+    // blocks' regions, as matrices whose rows are contiguous (one pass each, no copy;
+    // under Zero the other blocks hold this rank's own, unaveraged gradients).
     for (const auto& stack : plan_.gradient_stacks) {
       for (const auto& region : stack.regions) {
         const auto i = static_cast<size_t>(region.param);
         if (!context.has_grad[i] || param_use_[i] != ParamUse::Part) continue;
-        checked.push_back(
-            blocking::region_in_matrix(blocking::as_matrix(params_[i].grad(), plan_.parameters[i].view), region));
+        checked.push_back(blocking::as_matrix(params_[i].grad(), plan_.parameters[i].view)
+                              .narrow(0, region.row, region.grid_rows * region.block_rows)
+                              .narrow(1, region.col, region.grid_cols * region.block_cols));
       }
     }
   } else {
