@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dash {
@@ -157,6 +158,17 @@ class Dash : public torch::optim::Optimizer {
   /// Optimizer state held by this process, in bytes (factors, roots, moments,
   /// statistics). Distributed: this rank's share, ≈ 1/world_size of the whole.
   int64_t state_bytes() const;
+
+  /// The state of parameter `index` (counted over the param groups in order), as
+  /// views of the live state under torch-like names. A preconditioned parameter has,
+  /// per shape of its blocks ("blocks_<rows>x<cols>."), its blocks' "factor_left",
+  /// "factor_right", "root_left", "root_right" ((n, b, b) each; one-sided blocks have
+  /// the left ones only), "grad_ema", "graft_stat", "momentum" ((n, rows, cols)) and
+  /// "step" ((n, 1, 1)); an AdamW parameter its "grad_ema", "graft_stat", "momentum"
+  /// and "step" in its own shape. Entries the options do not keep are absent; on a
+  /// rank of several, only the blocks this rank owns (none: empty). The views follow
+  /// the state until it is rebuilt (a load, a precision change, add_param_group).
+  std::vector<std::pair<std::string, at::Tensor>> parameter_state(size_t index) const;
 
   /// Bytes this rank sends plus receives in each step's all-gather; 0 in a single process.
   int64_t communicated_bytes_per_step() const;

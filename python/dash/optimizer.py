@@ -1,5 +1,6 @@
 """dash.Dash: the C++ dash::Dash as a torch.optim.Optimizer."""
 
+import collections.abc
 import copy
 import difflib
 import warnings
@@ -111,6 +112,34 @@ def _check_unknown_keys(keys, where: str, strict: bool, stacklevel: int) -> None
                           stacklevel=stacklevel)
 
 
+class _ParameterState(collections.abc.Mapping):
+    """``Dash.state``: per parameter, views of its part of the C++ state (its blocks'
+    factors, roots and moments, or its AdamW moments), made when read; parameters this
+    process holds no state for (on a rank of several) are absent."""
+
+    def __init__(self, optimizer: "Dash"):
+        self._optimizer = optimizer
+
+    def _index(self, param) -> int:
+        for index, other in enumerate(p for group in self._optimizer.param_groups for p in group["params"]):
+            if other is param:
+                return index
+        raise KeyError(param)
+
+    def __getitem__(self, param) -> Dict[str, torch.Tensor]:
+        state = self._optimizer._cpp.parameter_state(self._index(param))
+        if not state:
+            raise KeyError(param)
+        return dict(state)
+
+    def __iter__(self):
+        params = [p for group in self._optimizer.param_groups for p in group["params"]]
+        return iter([p for index, p in enumerate(params) if self._optimizer._cpp.parameter_state(index)])
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
 class Dash(torch.optim.Optimizer):
     """DASH (batched block Shampoo) as a ``torch.optim`` optimizer, backed by C++ ``dash::Dash``.
 
@@ -164,6 +193,7 @@ class Dash(torch.optim.Optimizer):
             scheme=scheme,
         )
         self._params = self._param_identities()
+        self.state = _ParameterState(self)
         self._unknown_keys_seen = self._unknown_keys()
         self._construction = dict(process_group=process_group, distributed=distributed,
                                   communication_dtype=communication_dtype, scheme=scheme)
@@ -207,9 +237,10 @@ class Dash(torch.optim.Optimizer):
 
     def state_dict(self) -> Dict[str, Any]:
         """The whole optimizer state as one byte tensor (the C++ checkpoint) plus the
-        param groups' options; goes through ``torch.save``/``torch.load``. (The per-parameter
-        ``state`` is empty: tools that rebuild optimizer state from it, such as
-        torch.distributed.checkpoint, are not supported.)"""
+        param groups' options; goes through ``torch.save``/``torch.load``. Its ``state``
+        entry is empty: the state is in the archive. (``optimizer.state[p]`` shows a
+        parameter's part as views; tools that rebuild optimizer state from a state
+        dict's ``state``, such as torch.distributed.checkpoint, are not supported.)"""
         for hook in getattr(self, "_optimizer_state_dict_pre_hooks", {}).values():
             hook(self)
         archive = bytearray(self._cpp.save())

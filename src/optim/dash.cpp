@@ -173,6 +173,11 @@ int64_t Dash::state_bytes() const {
   return impl_->state_bytes();
 }
 
+std::vector<std::pair<std::string, at::Tensor>> Dash::parameter_state(size_t index) const {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  return impl_->parameter_state(index);
+}
+
 int64_t Dash::communicated_bytes_per_step() const {
   const std::lock_guard<std::mutex> lock(*mutex_);
   return impl_->communicated_bytes_per_step();

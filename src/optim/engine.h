@@ -101,6 +101,8 @@ class Engine {
   DashDiagnostics diagnostics(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
   /// Bytes of optimizer state (what a checkpoint holds), not counting workspaces.
   int64_t state_bytes() const;
+  /// Parameter `index`'s state as views (Dash::parameter_state).
+  std::vector<std::pair<std::string, at::Tensor>> parameter_state(size_t index) const;
   /// Bytes kept across steps besides the state: every buffer and workspace.
   int64_t workspace_bytes() const;
   /// Of those, the ones a workspace limit does not divide into chunks: the AdamW

@@ -190,6 +190,17 @@ void bind_optimizer(py::module_& module) {
       .def("save", &save_to_bytes)
       .def("load", &load_from_bytes)
       .def("load_resharded", &load_resharded_from_bytes)
+      .def("parameter_state",
+          [](const Dash& optimizer, size_t index) {
+            std::vector<std::pair<std::string, at::Tensor>> entries;
+            {
+              py::gil_scoped_release release;
+              entries = optimizer.parameter_state(index);
+            }
+            py::dict state;
+            for (const auto& [name, tensor] : entries) state[py::str(name)] = tensor;
+            return state;
+          })
       .def("diagnostics", &diagnostics_dict)
       .def("profile_phases", &Dash::profile_phases)
       .def("profile_memory", &Dash::profile_memory)

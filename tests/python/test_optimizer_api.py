@@ -842,3 +842,21 @@ def test_tensor_subclass_parameters_such_as_fsdp2_dtensors_are_refused_by_name()
     # (bench/probes/fsdp2_probe.py shows the real thing under torch 2.6).
     with pytest.raises(RuntimeError, match="is a tensor subclass with its own dispatch"):
         dash.Dash([_WrapperTensor(torch.zeros(8, 4))])
+
+
+def test_state_holds_each_parameters_part_as_views():
+    matrix, vector = torch.zeros(40, 24, requires_grad=True), torch.zeros(7, requires_grad=True)
+    optimizer = dash.Dash([matrix, vector], lr=0.01, block_size=16, beta_factor=0.5, start_step=5)
+    gradient = torch.randn(40, 24)
+    matrix.grad, vector.grad = gradient.clone(), torch.randn(7)
+    optimizer.step()
+    assert len(optimizer.state) == 2 and set(map(id, optimizer.state)) == {id(matrix), id(vector)}
+    state = optimizer.state[matrix]
+    # 40 = 16 + 16 + 8 rows, 24 = 16 + 8 columns; the first 16 × 16 block's L is (1 − β) G Gᵀ.
+    assert {key.split(".")[0] for key in state} == {"blocks_16x16", "blocks_16x8", "blocks_8x16", "blocks_8x8"}
+    block = gradient[:16, :16].double()
+    torch.testing.assert_close(state["blocks_16x16.factor_left"][0].double(), 0.5 * block @ block.T,
+                               rtol=1e-5, atol=1e-5)
+    assert optimizer.state[vector]["grad_ema"].shape == (7,)
+    with pytest.raises(KeyError):
+        optimizer.state[torch.zeros(3)]
