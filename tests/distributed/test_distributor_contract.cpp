@@ -231,6 +231,33 @@ TEST_P(DistributorContract, RanksWithDifferentWorkspaceBudgetsExchangeInTheSameR
   }
 }
 
+// Dash::parameter_state on ranks: each rank shows its own blocks only, and over the
+// ranks every block of every parameter is shown once.
+TEST_P(DistributorContract, EachRankShowsTheStateOfTheBlocksItOwns) {
+  DASH_SKIP_WITHOUT_GLOO();
+  auto count_blocks = [](const Dash& optimizer, size_t param) {
+    int64_t blocks = 0;
+    for (const auto& [name, tensor] : optimizer.parameter_state(param)) {
+      if (name.find(".factor_left") != std::string::npos) blocks += tensor.size(0);
+    }
+    return blocks;
+  };
+  auto params = testing::distributed_problem_parameters(false);
+  Dash single(params, testing::distributed_problem_options());
+  std::vector<int64_t> expected, shown(params.size(), 0);
+  for (size_t i = 0; i < params.size(); ++i) expected.push_back(count_blocks(single, i));
+  std::mutex mutex;
+  testing::on_gloo_ranks(ranks(), DistributedOptions().scheme(scheme()), [&](int64_t, DistributedContext& context) {
+    auto own = testing::distributed_problem_parameters(false);
+    Dash optimizer(own, testing::distributed_problem_options(),
+        std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
+    const std::lock_guard<std::mutex> lock(mutex);
+    for (size_t i = 0; i < own.size(); ++i) shown[i] += count_blocks(optimizer, i);
+  });
+  EXPECT_EQ(shown, expected);
+  EXPECT_GT(expected[0], 1);
+}
+
 // A 4 × 4 parameter with zero gradients (its roots fail at ε = 0) and an 8 × 8 one
 // with a full-rank gradient: each rank owns one of the two blocks.
 TEST_P(DistributorContract, ARootFailureLimitReachedOnOneRankStopsEveryRank) {
