@@ -4,6 +4,7 @@ import collections.abc
 import copy
 import difflib
 import warnings
+import weakref
 import zlib
 from typing import Any, Callable, Dict, Iterable, List, Optional
 
@@ -118,23 +119,32 @@ class _ParameterState(collections.abc.Mapping):
     process holds no state for (on a rank of several) are absent."""
 
     def __init__(self, optimizer: "Dash"):
-        self._optimizer = optimizer
+        # Weakly: the optimizer holds this mapping, and a cycle would keep its C++ state
+        # (GPU memory, the process group) alive until Python's cycle collector ran.
+        self._optimizer = weakref.ref(optimizer)
+
+    def _live(self) -> "Dash":
+        optimizer = self._optimizer()
+        if optimizer is None:
+            raise RuntimeError("dash.Dash.state: the optimizer no longer exists")
+        return optimizer
 
     def _index(self, param) -> int:
-        for index, other in enumerate(p for group in self._optimizer.param_groups for p in group["params"]):
+        for index, other in enumerate(p for group in self._live().param_groups for p in group["params"]):
             if other is param:
                 return index
         raise KeyError(param)
 
     def __getitem__(self, param) -> Dict[str, torch.Tensor]:
-        state = self._optimizer._cpp.parameter_state(self._index(param))
+        state = self._live()._cpp.parameter_state(self._index(param))
         if not state:
             raise KeyError(param)
         return dict(state)
 
     def __iter__(self):
-        params = [p for group in self._optimizer.param_groups for p in group["params"]]
-        return iter([p for index, p in enumerate(params) if self._optimizer._cpp.parameter_state(index)])
+        optimizer = self._live()
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        return iter([p for index, p in enumerate(params) if optimizer._cpp.parameter_state(index)])
 
     def __len__(self) -> int:
         return sum(1 for _ in self)

@@ -385,33 +385,35 @@ bool Engine::gradients_usable(StepContext& context) {
   }
   if (largest <= overflow_limit_) return true;  // false for NaN
 
-  // The parameter to name: the first non-finite one, or (all finite) the first too
-  // large one. Finiteness is judged in each gradient's own dtype (a float64 gradient
+  // The parameter to name: the first non-finite one (the first in a group whose
+  // policy is to raise, when the step raises), or (all finite) the first too large
+  // one. Finiteness is judged in each gradient's own dtype (a float64 gradient
   // above FLT_MAX is finite; only its float32 copy in the stacks is infinite), size
   // in float32, as `largest` was.
   std::optional<size_t> non_finite;
+  std::optional<size_t> raising;  // the first non-finite one whose group's policy is to raise
   std::optional<size_t> too_large;
-  for (size_t i = 0; i < params_.size() && !non_finite; ++i) {
+  for (size_t i = 0; i < params_.size() && !raising; ++i) {
     if (!context.has_grad[i]) continue;
     const auto& grad = params_[i].grad();
     if (!at::isfinite(grad).all().item<bool>()) {
-      non_finite = i;
+      if (!non_finite) non_finite = i;
+      if (context.options(plan_.parameters[i].group).non_finite_gradients() == NonFiniteGradients::Error) raising = i;
     } else if (!too_large && !(grad.to(at::kFloat).abs() <= overflow_limit_).all().item<bool>()) {
       too_large = i;
     }
   }
   // Every rank decides from what all of them saw (on this path only, one more small
-  // collective): whether some rank holds a non-finite gradient, and whether the
-  // policy of such a gradient's group is to raise. A rank may see none of it (under
+  // collective): whether some rank holds a non-finite gradient, and whether one of
+  // them is in a group whose policy is to raise. A rank may see none of it (under
   // Zero the gradient can be another rank's alone).
-  const bool raise_here = non_finite && context.options(plan_.parameters[*non_finite].group).non_finite_gradients() ==
-                                            NonFiniteGradients::Error;
-  const auto seen = distributor_
-                        ->maximum_over_ranks(
-                            at::tensor({non_finite ? 1.0f : 0.0f, raise_here ? 1.0f : 0.0f}).to(adamw_grad_.device()))
-                        .cpu();
+  const auto seen =
+      distributor_
+          ->maximum_over_ranks(at::tensor({non_finite ? 1.0f : 0.0f, raising ? 1.0f : 0.0f}).to(adamw_grad_.device()))
+          .cpu();
   const bool any_non_finite = seen[0].item<float>() > 0.0f;
-  const auto named = any_non_finite ? non_finite : too_large;
+  const bool any_raising = seen[1].item<float>() > 0.0f;
+  const auto named = any_non_finite ? (any_raising ? raising : non_finite) : too_large;
   const auto where = named ? "parameter " + std::to_string(*named) + " of shape " + c10::str(params_[*named].sizes())
                            : std::string("another rank's gradients");
   if (!any_non_finite) {
@@ -425,7 +427,7 @@ bool Engine::gradients_usable(StepContext& context) {
     ++overflow_skipped_steps_;
     return false;
   }
-  TORCH_CHECK(seen[1].item<float>() == 0.0f, "dash::Dash: non-finite gradient (NaN or Inf) in ", where,
+  TORCH_CHECK(!any_raising, "dash::Dash: non-finite gradient (NaN or Inf) in ", where,
       "; set the option non_finite_gradients to \"skip-step\" (C++: NonFiniteGradients::SkipStep) to skip such "
       "steps");
   TORCH_WARN("dash::Dash: skipping a step: non-finite gradient in ", where);

@@ -860,3 +860,20 @@ def test_state_holds_each_parameters_part_as_views():
     assert optimizer.state[vector]["grad_ema"].shape == (7,)
     with pytest.raises(KeyError):
         optimizer.state[torch.zeros(3)]
+
+
+def test_the_optimizer_is_freed_when_its_last_reference_goes():
+    # optimizer.state refers back to the optimizer weakly: no cycle keeps the C++ state
+    # (GPU memory, a process group) alive until the cycle collector runs.
+    import gc
+    import weakref
+
+    gc.disable()
+    try:
+        optimizer = dash.Dash([torch.zeros(4, 4, requires_grad=True)])
+        assert len(optimizer.state) == 1
+        reference = weakref.ref(optimizer)
+        del optimizer
+        assert reference() is None
+    finally:
+        gc.enable()
