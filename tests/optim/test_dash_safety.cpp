@@ -254,6 +254,26 @@ TEST(DashSafety, NonFiniteGradientRaisesByDefaultAndCanSkip) {
   EXPECT_EQ(skipping.diagnostics().skipped_steps, 1);
 }
 
+// Groups of both policies: a step raises when any non-finite gradient is in a group
+// that raises (naming that parameter), and skips when all are in skipping groups.
+TEST(DashSafety, WithGroupsOfBothPoliciesARaisingGroupsNonFiniteGradientRaises) {
+  std::vector<at::Tensor> params{at::ones({4, 4}).set_requires_grad(true), at::ones({6, 6}).set_requires_grad(true)};
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<at::Tensor>{params[0]},
+      std::make_unique<DashOptions>(DashOptions(0.1).non_finite_gradients(NonFiniteGradients::SkipStep)));
+  groups.emplace_back(std::vector<at::Tensor>{params[1]},
+      std::make_unique<DashOptions>(DashOptions(0.1).non_finite_gradients(NonFiniteGradients::Error)));
+  Dash optimizer(std::move(groups), DashOptions(0.1));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  params[0].mutable_grad() = at::full({4, 4}, nan);
+  params[1].mutable_grad() = at::full({6, 6}, nan);
+  EXPECT_THAT(error_of([&] { optimizer.step(); }), HasSubstr("non-finite gradient (NaN or Inf) in parameter 1"));
+  params[1].mutable_grad() = at::ones({6, 6});
+  optimizer.step();
+  EXPECT_EQ(optimizer.diagnostics().skipped_steps, 1);
+  EXPECT_TRUE(at::equal(params[0].detach(), at::ones({4, 4})));
+}
+
 // A float64 gradient above FLT_MAX is finite: it is skipped as too large for the
 // float32 statistics (not reported as NaN/Inf, which would end training by default).
 TEST(DashSafety, FiniteFloat64GradientAboveFloat32RangeSkipsTheStep) {
