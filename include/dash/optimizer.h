@@ -170,7 +170,9 @@ class Dash : public torch::optim::Optimizer {
   /// the state until it is rebuilt (a load, a precision change, add_param_group).
   std::vector<std::pair<std::string, at::Tensor>> parameter_state(size_t index) const;
 
-  /// Bytes this rank sends plus receives in each step's all-gather; 0 in a single process.
+  /// Bytes this rank sends plus receives in each step's exchanges (the updates'
+  /// all-gather; under DistributionScheme::Zero also the gradients' all-to-all), by
+  /// their buffers' sizes; 0 in a single process.
   int64_t communicated_bytes_per_step() const;
 
   /// Splits the host time of the following steps into phases (copies, factors,
