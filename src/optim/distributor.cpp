@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 
 namespace dash::optim {
 namespace {
@@ -113,7 +114,9 @@ void for_each_adamw_parameter(const StepWrite& step, const blocking::StackPlan& 
 // One process: every block's update straight into its parameter.
 class LocalDistributor final : public Distributor {
  public:
-  void receive_gradients(const std::vector<at::Tensor>&, std::vector<bool>&, PhaseProfile&) override {}
+  bool receive_gradients(const std::vector<at::Tensor>&, std::vector<bool>& has_grad, PhaseProfile&) override {
+    return std::find(has_grad.begin(), has_grad.end(), true) != has_grad.end();
+  }
   at::Tensor maximum_over_ranks(const at::Tensor& values) override { return values; }
   void bound_workspace(int64_t) override {}
   int64_t communicated_bytes_per_step() const override { return 0; }
@@ -168,16 +171,36 @@ class ExchangeDistributor final : public Distributor {
     plan = rank_plans_[context.rank()];
   }
 
-  void receive_gradients(
+  // Replicated ranks go on together (a rank without gradients still takes part in
+  // the collectives) and agree with the step's decision; Zero ranks agree now, in a
+  // collective of their own read on the host, as the averaging needs the outcome.
+  bool receive_gradients(
       const std::vector<at::Tensor>& params, std::vector<bool>& has_grad, PhaseProfile& profile) override {
-    agree_on_gradients(params, has_grad, profile);
-    if (zero_) average_gradients(params, has_grad, profile);
+    agreement_ = Agreement{&params, has_grad};
+    if (!zero_) return true;
+    at::Tensor agreed;
+    {
+      ScopedPhase phase(profile, Phase::Communication);
+      agreed = exchange_->maximum(agreement_values()).cpu();
+    }
+    settle(agreed, has_grad);
+    average_gradients(params, has_grad, profile);
+    return std::find(has_grad.begin(), has_grad.end(), true) != has_grad.end();
   }
 
-  at::Tensor maximum_over_ranks(const at::Tensor& values) override { return exchange_->maximum(values); }
+  // The step's first call carries a pending agreement: one all-reduce for both, and
+  // its part read back at once (the decision is read back right after anyway).
+  at::Tensor maximum_over_ranks(const at::Tensor& values) override {
+    if (!agreement_) return exchange_->maximum(values);
+    const auto count = values.numel();
+    const auto decided = exchange_->maximum(at::cat({values.to(at::kFloat).reshape(-1), agreement_values()}));
+    std::vector<bool> has_grad = agreement_->has_grad;
+    settle(decided.narrow(0, count, decided.numel() - count).cpu(), has_grad);
+    return decided.narrow(0, 0, count).view(values.sizes());
+  }
 
-  // Taken up by the next agreement (agree_on_gradients): the ranks' budgets differ
-  // with their state, and their rounds must not.
+  // Taken up by the next agreement: the ranks' budgets differ with their state, and
+  // their rounds must not.
   void bound_workspace(int64_t bytes) override { requested_bound_ = bytes; }
 
   int64_t communicated_bytes_per_step() const override {
@@ -241,27 +264,33 @@ class ExchangeDistributor final : public Distributor {
   }
 
  private:
-  // Which parameters take a step, decided alike on every rank (one all-reduce of
-  // the mask and its negation: max and −min). Replicated gradients must agree
-  // already, and a rank that went on alone would wait forever in a collective the
-  // others skip; under Zero a parameter some rank has a gradient for takes a step,
-  // from a zero gradient where a rank has none (as DDP counts unused parameters).
-  // With them, the smallest workspace bound of all ranks (as −bound; none as
-  // −FLT_MAX), which sets the rounds of this step's exchanges.
-  void agree_on_gradients(const std::vector<at::Tensor>& params, std::vector<bool>& has_grad, PhaseProfile& profile) {
+  // Which parameters take a step, decided alike on every rank, and the smallest
+  // workspace bound of all ranks, which sets the rounds of this step's exchanges:
+  // the mask, its negation (max and −min: replicated gradients must agree, and a
+  // parameter some rank lacks is an error there) and −bound (none as −FLT_MAX), for
+  // one all-reduce (ShareExchange::maximum).
+  struct Agreement {
+    const std::vector<at::Tensor>* params;
+    std::vector<bool> has_grad;
+  };
+  static constexpr float kNoBound = -std::numeric_limits<float>::max();
+
+  at::Tensor agreement_values() const {
     std::vector<float> signs;
-    for (bool has : has_grad) signs.push_back(has ? 1.0f : 0.0f);
-    for (bool has : has_grad) signs.push_back(has ? -1.0f : 0.0f);
-    constexpr float kNoBound = -std::numeric_limits<float>::max();
+    for (bool has : agreement_->has_grad) signs.push_back(has ? 1.0f : 0.0f);
+    for (bool has : agreement_->has_grad) signs.push_back(has ? -1.0f : 0.0f);
     signs.push_back(requested_bound_ > 0 ? -static_cast<float>(requested_bound_) : kNoBound);
-    at::Tensor agreed;
-    {
-      ScopedPhase phase(profile, Phase::Communication);
-      const auto device = exchange_->own_updates().device();
-      agreed = exchange_->maximum(at::tensor(signs, at::kFloat).to(device)).cpu();
-    }
+    return at::tensor(signs, at::kFloat).to(exchange_->own_updates().device());
+  }
+
+  // Applies the agreed values (on the host): under Zero a parameter some rank has a
+  // gradient for takes a step, from a zero gradient where a rank has none (as DDP
+  // counts unused parameters).
+  void settle(const at::Tensor& agreed, std::vector<bool>& has_grad) {
+    const auto& params = *agreement_->params;
     const auto* values = agreed.data_ptr<float>();
     const auto count = has_grad.size();
+    agreement_.reset();  // (params stays valid: the engine's)
     for (size_t i = 0; i < count; ++i) {
       const bool some = values[i] > 0.0f;
       const bool all = values[count + i] < 0.0f;
@@ -372,6 +401,7 @@ class ExchangeDistributor final : public Distributor {
   distributed::ShareRounds rounds_;
   int64_t bound_ = 0;                      ///< the bound rounds_ were made for, agreed by all ranks
   int64_t requested_bound_ = 0;            ///< this rank's, for the next agreement
+  std::optional<Agreement> agreement_;     ///< this step's, until settled
   std::vector<linalg::ViewPair> pending_;  ///< updates into this rank's share, until the next flush
   ParameterWriter writer_;
 };

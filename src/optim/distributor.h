@@ -39,24 +39,27 @@ class Distributor {
   // Gradients in.
 
   /// Makes the parameters' gradients what this process's blocks and segments are to
-  /// read, before the engine gathers them. `has_grad` is this process's view (which
-  /// parameters have a gradient) and becomes the step's, alike on every rank where the
-  /// scheme needs that before the gradients move (the engine's decision checks it
-  /// for all schemes). Under Zero, the gradients of this rank's blocks and segments
-  /// become their average over the ranks.
-  virtual void receive_gradients(
+  /// read, before the engine gathers them, and says whether the step goes on.
+  /// `has_grad` is this process's view (which parameters have a gradient). In one
+  /// process the step goes on when some parameter has one. Under Zero the ranks agree
+  /// on `has_grad` first (the averaging needs it) and the gradients of this rank's
+  /// blocks and segments become their average over the ranks. Replicated gradients
+  /// must agree already: the ranks check that with the step's decision
+  /// (maximum_over_ranks), without a collective of their own, and go on together.
+  virtual bool receive_gradients(
       const std::vector<at::Tensor>& params, std::vector<bool>& has_grad, PhaseProfile& profile) = 0;
 
   /// What every process must decide alike, as every process sees it: the element-wise
   /// maximum of `values` (float) over the ranks, NaN counting as +∞ on several ranks;
-  /// `values` themselves in one process.
+  /// `values` themselves in one process. The step's first call also carries what the
+  /// scheme still has to agree on (the workspace bound; under Replicated whether every
+  /// rank has gradients for the same parameters, an error on every rank if not).
   virtual at::Tensor maximum_over_ranks(const at::Tensor& values) = 0;
 
   /// Bounds the buffers the scheme keeps besides this rank's share of the updates by
   /// `bytes` (0: no bound), from the step's workspace budget; a rank of several then
-  /// exchanges in rounds that fit the smallest bound of all ranks (agreed with the
-  /// gradients, from the next receive_gradients() on: ranks' budgets differ with
-  /// their state).
+  /// exchanges in rounds that fit the smallest bound of all ranks (agreed before the
+  /// step's exchanges: ranks' budgets differ with their state).
   virtual void bound_workspace(int64_t bytes) = 0;
 
   // Accounting.

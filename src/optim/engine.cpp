@@ -305,10 +305,10 @@ bool Engine::matches(const std::vector<torch::optim::OptimizerParamGroup>& group
   return index == params_.size();
 }
 
-// Which parameters have a gradient this step, as the distributor makes them (alike
-// on every rank); rejects gradients the step cannot use. Returns false when there
-// is nothing to do: no parameter with an element has a gradient (such a step is not
-// counted, as torch.optim's optimizers create no state).
+// Which parameters have a gradient this step, as the distributor makes them; rejects
+// gradients the step cannot use. Returns false when there is nothing to do: no
+// parameter with an element has a gradient (such a step is not counted, as
+// torch.optim's optimizers create no state; ranks decide that together).
 bool Engine::collect_gradients(StepContext& context) {
   context.has_grad.assign(params_.size(), false);
   for (size_t i = 0; i < params_.size(); ++i) {
@@ -325,10 +325,8 @@ bool Engine::collect_gradients(StepContext& context) {
         grad.scalar_type(), ", the parameter ", params_[i].scalar_type());
     context.has_grad[i] = true;
   }
-  // Which parameters take a step is the same on every rank from here on (under Zero,
-  // their gradients are averaged over the ranks).
-  distributor_->receive_gradients(params_, context.has_grad, profile_);
-  return std::find(context.has_grad.begin(), context.has_grad.end(), true) != context.has_grad.end();
+  // Under Zero, their gradients are averaged over the ranks now.
+  return distributor_->receive_gradients(params_, context.has_grad, profile_);
 }
 
 // The step's one read back to the host: the largest magnitude of the gradients
