@@ -69,6 +69,17 @@ struct BlockStackDiagnostics {
   bool one_sided = false;  ///< 1-D Shampoo segment: L only
 };
 
+/// One parameter's state: (name, tensor) entries (Dash::parameter_state).
+using ParameterState = std::vector<std::pair<std::string, at::Tensor>>;
+
+/// The optimizer's step counters, which a state keyed by parameter carries besides
+/// the parameters' entries (DashDiagnostics has the same three).
+struct StepCounts {
+  int64_t steps_taken = 0;
+  int64_t skipped_steps = 0;
+  int64_t overflow_skipped_steps = 0;
+};
+
 struct DashDiagnostics {
   std::vector<FactorStackDiagnostics> factor_stacks;
   std::vector<BlockStackDiagnostics> block_stacks;
@@ -160,15 +171,30 @@ class Dash : public torch::optim::Optimizer {
   int64_t state_bytes() const;
 
   /// The state of parameter `index` (counted over the param groups in order), as
-  /// views of the live state under torch-like names. A preconditioned parameter has,
-  /// per shape of its blocks ("blocks_<rows>x<cols>."), its blocks' "factor_left",
-  /// "factor_right", "root_left", "root_right" ((n, b, b) each; one-sided blocks have
-  /// the left ones only), "grad_ema", "graft_stat", "momentum" ((n, rows, cols)) and
-  /// "step" ((n, 1, 1)); an AdamW parameter its "grad_ema", "graft_stat", "momentum"
-  /// and "step" in its own shape. Entries the options do not keep are absent; on a
-  /// rank of several, only the blocks this rank owns (none: empty). The views follow
-  /// the state until it is rebuilt (a load, a precision change, add_param_group).
-  std::vector<std::pair<std::string, at::Tensor>> parameter_state(size_t index) const;
+  /// views of the live state, under names that do not depend on the world size
+  /// (docs/python.md, "State and checkpoints"). A preconditioned parameter's blocks
+  /// are numbered j = 0, 1, ... (shape by shape in stack order, then by position);
+  /// block j has
+  /// "block.<j>.factor_left", "block.<j>.root_left" and, unless one-sided,
+  /// "..._right" ((b, b) each), "block.<j>.grad_ema", "block.<j>.graft_stat",
+  /// "block.<j>.momentum" ((rows, cols)) and "block.<j>.step" ((1, 1)), and, once
+  /// allocated, "consecutive_failures_<side>", "eigenvectors_<side>" and
+  /// "eigenbasis_valid_<side>", plus "root_choice_<side>" (a copy: Execution::Auto's
+  /// and RootMethod::Auto's choices for its factor's stack as numbers). An AdamW
+  /// parameter has "grad_ema", "graft_stat", "momentum" and "step" in its own shape.
+  /// Entries the options do not keep are absent; on a rank of several, only the
+  /// blocks this rank owns (none: empty). The views follow the state until it is
+  /// rebuilt (a load, a precision change, add_param_group).
+  ParameterState parameter_state(size_t index) const;
+  /// Loads every parameter's state as parameter_state() gives it, with the param
+  /// groups' options `group_options` (the ones the state was built with) and the
+  /// step counters. The states may come from any world size: a rank takes the
+  /// entries of the blocks it owns and ignores the others, so on several ranks each
+  /// needs the union of the writing ranks' states (or the entries of its blocks).
+  /// Throws, naming the parameter and entry, when an entry is missing, unknown or of
+  /// another shape or dtype, and then changes nothing.
+  void load_parameter_states(const std::vector<DashOptions>& group_options, const std::vector<ParameterState>& states,
+      const StepCounts& counts);
 
   /// Bytes this rank sends plus receives in each step's exchanges (the updates'
   /// all-gather; under DistributionScheme::Zero also the gradients' all-to-all), by

@@ -40,8 +40,14 @@ _TORCH_UNSUPPORTED = ("amsgrad", "dampening", "lr_decay", "initial_accumulator_v
                       "max_eval", "tolerance_grad", "tolerance_change", "history_size", "line_search_fn")
 _OPTION_KEYS = frozenset(_GROUP_KEYS + ("params",) + tuple(_TORCH_SWITCHES))
 _KNOWN_KEYS = _OPTION_KEYS | frozenset(_SCHEDULER_KEYS)
-# 2: the archive carries a CRC-32 of its bytes ("checksum"); 1 (still read): without.
+# State dicts of one C++ archive (still read): 2 carries a CRC-32 of its bytes
+# ("checksum"), 1 does not.
 _CHECKPOINT_FORMAT = 2
+# State dicts keyed by parameter, as torch.optim's (what state_dict() writes): each
+# param group's "dash" entry holds this format, the options the state was built with
+# (C++ names) and the step counters.
+_STATE_FORMAT = 3
+_COUNTERS = ("steps_taken", "skipped_steps", "overflow_skipped_steps")
 
 
 def _group_from_cpp(options: Dict[str, Any]) -> Dict[str, Any]:
@@ -246,25 +252,28 @@ class Dash(torch.optim.Optimizer):
         return loss
 
     def state_dict(self) -> Dict[str, Any]:
-        """The whole optimizer state as one byte tensor (the C++ checkpoint) plus the
-        param groups' options; goes through ``torch.save``/``torch.load``. Its ``state``
-        entry is empty: the state is in the archive. (``optimizer.state[p]`` shows a
-        parameter's part as views; tools that rebuild optimizer state from a state
-        dict's ``state``, such as torch.distributed.checkpoint, are not supported.)"""
+        """The state keyed by parameter index, as torch.optim's: ``state[i]`` is parameter
+        i's part (``optimizer.state[p]``'s views, block by block: docs/python.md, "State
+        and checkpoints"), ``param_groups`` the groups' options, each with a ``"dash"``
+        entry (the options the state was built with and the step counters). Goes through
+        ``torch.save`` and ``torch.distributed.checkpoint``. The tensors are the live
+        state, as in torch.optim: copy them (``torch.save``, ``copy.deepcopy``) to keep
+        this moment's values. On a rank of several, the entries of the blocks the rank
+        owns (a parameter it owns none of has ``{}``)."""
         for hook in getattr(self, "_optimizer_state_dict_pre_hooks", {}).values():
             hook(self)
-        archive = bytearray(self._cpp.save())
+        diagnostics = self._cpp.diagnostics()
+        saved = {"format": _STATE_FORMAT, **{key: diagnostics[key] for key in _COUNTERS}}
         groups, start = [], 0
-        for group in self.param_groups:
+        for index, group in enumerate(self.param_groups):
             packed = {key: value for key, value in group.items() if key != "params"}
             packed["params"] = list(range(start, start + len(group["params"])))
+            packed["dash"] = {**saved, "options": dict(self._cpp.group_options(index))}
             start += len(group["params"])
             groups.append(packed)
         state_dict = {
-            "state": {},
+            "state": {index: dict(self._cpp.parameter_state(index)) for index in range(start)},
             "param_groups": groups,
-            "dash": {"format": _CHECKPOINT_FORMAT, "archive": torch.frombuffer(archive, dtype=torch.uint8),
-                     "checksum": zlib.crc32(archive)},
         }
         for hook in getattr(self, "_optimizer_state_dict_post_hooks", {}).values():
             state_dict = hook(self, state_dict) or state_dict
@@ -274,12 +283,15 @@ class Dash(torch.optim.Optimizer):
         """Restores a ``state_dict()`` of a ``dash.Dash`` over the same parameters; the
         param groups become the saved ones, as in torch.optim: every option the saved
         groups hold (edited or not: a scheduler's lr set after the last step, a hand
-        edit before loading) and their other keys, and the C++ checkpoint's options
-        for any they lack. On any mismatch or bad value it raises ValueError and
-        leaves this optimizer as it was. On a rank of several, ``state_dict()`` is that
-        rank's shard and loads on the same rank of the same world size; for another
-        world size see ``load_sharded_state_dicts``."""
-        self._load_state_dicts([state_dict], "load_state_dict", lambda archives: self._cpp.load(archives[0]))
+        edit before loading) and their other keys, and the options the state was built
+        with for any they lack. Its ``state`` may be keyed by index or, as
+        torch.distributed.checkpoint gives it back, by name; on a rank of several it
+        must hold the entries of the blocks this rank owns (its own ``state_dict()``,
+        or a checkpoint that torch.distributed.checkpoint resharded), else see
+        ``load_sharded_state_dicts``. State dicts of the older format (one C++ archive)
+        still load. On any mismatch or bad value it raises ValueError and leaves this
+        optimizer as it was."""
+        self._load_state_dicts([state_dict], "load_state_dict")
 
     def load_sharded_state_dicts(self, state_dicts: List[Dict[str, Any]]) -> None:
         """Restores a checkpoint written on any number of ranks into this optimizer on
@@ -290,16 +302,17 @@ class Dash(torch.optim.Optimizer):
         state_dicts = list(state_dicts)
         if not state_dicts:
             raise ValueError("dash.Dash.load_sharded_state_dicts: no state dicts")
-        self._load_state_dicts(state_dicts, "load_sharded_state_dicts", self._cpp.load_resharded)
+        self._load_state_dicts(state_dicts, "load_sharded_state_dicts")
 
-    def _load_state_dicts(self, state_dicts: List[Dict[str, Any]], name: str, load_archives) -> None:
+    def _load_state_dicts(self, state_dicts: List[Dict[str, Any]], name: str) -> None:
         where = f"dash.Dash.{name}"
         hooks = getattr(self, "_optimizer_load_state_dict_pre_hooks", {}).values()
         for index, state_dict in enumerate(state_dicts):
             for hook in hooks:
                 state_dict = hook(self, state_dict) or state_dict
             state_dicts[index] = state_dict
-        archives = [self._checked_archive(state_dict, where) for state_dict in state_dicts]
+            if not isinstance(state_dict, dict):
+                raise ValueError(f"{where}: a state dict must be a dict, got {type(state_dict).__name__}")
         state_dict = state_dicts[0]
         saved_groups = state_dict.get("param_groups")
         if not isinstance(saved_groups, list) or not all(
@@ -318,36 +331,79 @@ class Dash(torch.optim.Optimizer):
             except ValueError as error:
                 raise ValueError(f"{where}: param group {index}: {error}") from error
             saved_options.append(options)
+        if all(isinstance(sd.get("dash"), dict) and "archive" in sd["dash"] for sd in state_dicts):
+            archives = [self._checked_archive(sd, where) for sd in state_dicts]
+            load = (lambda: self._cpp.load(archives[0])) if name == "load_state_dict" else (
+                lambda: self._cpp.load_resharded(archives))
+        else:
+            load = self._parameter_states_loader(state_dicts, where)
         try:
-            load_archives(archives)  # checks every shape before it changes anything
-        except Exception as error:  # noqa: BLE001 (whatever a damaged archive raises: ValueError, as documented)
+            load()  # checks every shape before it changes anything
+        except Exception as error:  # noqa: BLE001 (whatever a damaged state raises: ValueError, as documented)
             raise ValueError(f"{where}: {error}") from error
         for index, (group, saved_group) in enumerate(zip(self.param_groups, saved_groups)):
             extra = {key: value for key, value in saved_group.items()
-                     if key not in _GROUP_KEYS and key not in _BETA_KEYS and key != "params"}
+                     if key not in _GROUP_KEYS and key not in _BETA_KEYS and key not in ("params", "dash")}
             params = group["params"]
             group.clear()  # the same dict: schedulers hold references to the groups
             group.update(params=params, **extra, **_group_from_cpp(self._cpp.group_options(index)))
             # The saved options take effect at the next step, but for an edit of one that
-            # shapes the state (block_size, ...): the archive's state is built for its own.
-            layout = _C.state_layout(_cpp_from_group(group))  # the archive's, kept by every key applied
+            # shapes the state (block_size, ...): the state is built for its own.
+            layout = _C.state_layout(_cpp_from_group(group))  # the loaded state's, kept by every key applied
             for key, value in saved_options[index].items():
                 if key in group and _C.state_layout(_cpp_from_group({**group, key: value})) != layout:
                     warnings.warn(f"{where}: param group {index}'s {key}={value!r} would change "
                                   f"the shape of the loaded state; the checkpoint's {group[key]!r} is kept",
-                                  stacklevel=2)
+                                  stacklevel=3)
                     continue
                 group[key] = value
         for hook in getattr(self, "_optimizer_load_state_dict_post_hooks", {}).values():
             hook(self)
 
+    def _parameter_states_loader(self, state_dicts: List[Dict[str, Any]], where: str) -> Callable[[], None]:
+        """The load of state dicts keyed by parameter: every parameter's entries, the
+        union over ``state_dicts`` (each maps its groups' saved ids, indices or names,
+        to this optimizer's parameters by position), with the first's options and
+        counters."""
+        count = sum(len(group["params"]) for group in self.param_groups)
+        states: List[Dict[str, torch.Tensor]] = [{} for _ in range(count)]
+        for number, state_dict in enumerate(state_dicts):
+            groups = state_dict.get("param_groups")
+            saved = [group.get("dash") if isinstance(group, dict) else None for group in groups or []]
+            if not groups or not all(isinstance(entry, dict) for entry in saved):
+                raise ValueError(f"{where}: not a dash.Dash state dict (no 'dash' entry in its param groups); "
+                                 "was it saved by another optimizer?")
+            if any(entry.get("format") != _STATE_FORMAT for entry in saved):
+                raise ValueError(f"{where}: unsupported state dict format {saved[0].get('format')!r}")
+            ids = [key for group in groups for key in group.get("params", [])]
+            if len(ids) != count:
+                raise ValueError(f"{where}: state dict {number} has {len(ids)} parameters, this optimizer {count}")
+            state = state_dict.get("state")
+            if not isinstance(state, dict):
+                raise ValueError(f"{where}: 'state' must be a dict")
+            for index, key in enumerate(ids):
+                entries = state.get(key, {})
+                if not isinstance(entries, dict) or not all(
+                        isinstance(name, str) and isinstance(value, torch.Tensor) for name, value in entries.items()):
+                    raise ValueError(f"{where}: the state of parameter {key!r} must be a dict of named tensors")
+                states[index].update(entries)
+        first = [group["dash"] for group in state_dicts[0]["param_groups"]]
+        options, counters = [], []
+        for index, entry in enumerate(first):
+            if not isinstance(entry.get("options"), dict) or not all(
+                    isinstance(entry.get(key), int) for key in _COUNTERS):
+                raise ValueError(f"{where}: param group {index}'s 'dash' entry lacks its options or counters")
+            options.append(entry["options"])
+            counters.append(tuple(entry[key] for key in _COUNTERS))
+        return lambda: self._cpp.load_parameter_states(options, states, counters[0])
+
     @staticmethod
     def _checked_archive(state_dict: Dict[str, Any], where: str) -> bytes:
-        """The C++ archive of a dash state dict, refused before it is parsed when its
-        checksum fails (parsing a damaged one could fail in any way, allocate what a
-        damaged size field says, or load a different state)."""
-        saved = state_dict.get("dash") if isinstance(state_dict, dict) else None
-        if not isinstance(saved, dict) or not isinstance(saved.get("archive"), torch.Tensor):
+        """The C++ archive of a state dict of the older format, refused before it is
+        parsed when its checksum fails (parsing a damaged one could fail in any way,
+        allocate what a damaged size field says, or load a different state)."""
+        saved = state_dict["dash"]
+        if not isinstance(saved.get("archive"), torch.Tensor):
             raise ValueError(f"{where}: not a dash.Dash state dict (no 'dash' archive); "
                              "was it saved by another optimizer?")
         if saved.get("format") not in (1, _CHECKPOINT_FORMAT):

@@ -149,4 +149,14 @@ StackPlan restrict_plan(const StackPlan& plan, const std::vector<std::vector<boo
   return part;
 }
 
+std::vector<std::vector<int64_t>> parameter_block_numbers(const StackPlan& plan) {
+  std::vector<int64_t> next(plan.parameters.size(), 0);
+  std::vector<std::vector<int64_t>> numbers;
+  for (const auto& stack : plan.gradient_stacks) {
+    auto& stack_numbers = numbers.emplace_back();
+    for (const auto param : stack.block_params) stack_numbers.push_back(next.at(static_cast<size_t>(param))++);
+  }
+  return numbers;
+}
+
 }  // namespace dash::blocking

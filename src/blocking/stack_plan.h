@@ -78,6 +78,12 @@ StackPlan plan_stacks(const std::vector<std::vector<int64_t>>& shapes, const std
 /// The flat-buffer positions of block `block` of `stack`, row-major within the block.
 std::vector<int64_t> flat_positions(const StackPlan& plan, const GradientStack& stack, int64_t block);
 
+/// Each block's number among its parameter's blocks, per gradient stack and block:
+/// a parameter's blocks numbered 0, 1, ... in stack order, then block order. For a
+/// whole plan these numbers depend on the parameters and options only, not on the
+/// world size, so they name a block's state in a checkpoint any world size reads.
+std::vector<std::vector<int64_t>> parameter_block_numbers(const StackPlan& plan);
+
 /// The part of `plan` one rank of a distributed optimizer works on (spec §6): the
 /// blocks with keep_blocks[stack][block] and the AdamW segments with
 /// keep_segments[segment]. Parameters and flat-buffer positions stay those of

@@ -173,7 +173,7 @@ int64_t Dash::state_bytes() const {
   return impl_->state_bytes();
 }
 
-std::vector<std::pair<std::string, at::Tensor>> Dash::parameter_state(size_t index) const {
+ParameterState Dash::parameter_state(size_t index) const {
   const std::lock_guard<std::mutex> lock(*mutex_);
   return impl_->parameter_state(index);
 }
@@ -258,6 +258,17 @@ void Dash::load_resharded(std::vector<torch::serialize::InputArchive>& shards) {
   }
   install_loaded(options, [&](Impl& engine, const std::vector<torch::optim::OptimizerParamGroup>& groups) {
     engine.load_resharded(shards, groups);
+  });
+}
+
+void Dash::load_parameter_states(const std::vector<DashOptions>& group_options,
+    const std::vector<ParameterState>& states, const StepCounts& counts) {
+  const std::lock_guard<std::mutex> lock(*mutex_);
+  TORCH_CHECK(group_options.size() == param_groups_.size(), "dash::Dash::load_parameter_states: options for ",
+      group_options.size(), " param groups, this optimizer has ", param_groups_.size());
+  for (const auto& options : group_options) optim::check_options(options);
+  install_loaded(group_options, [&](Impl& engine, const std::vector<torch::optim::OptimizerParamGroup>&) {
+    engine.load_parameter_states(states, counts);
   });
 }
 

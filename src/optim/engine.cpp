@@ -225,6 +225,7 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
   const auto to = at::TensorOptions().dtype(at::kFloat).device(params_.front().device());
   factor_resets_total_ = at::zeros({}, to.dtype(at::kLong));
   distributor_ = make_distributor(distributed_.get(), plan_, blocking, to);
+  block_numbers_ = own_block_numbers();
   // Which parameters' gradients this process reads: all of a parameter's blocks (or
   // its AdamW segment), some of its blocks (a rank of several), or none.
   std::vector<int64_t> blocks_here(params_.size(), 0), blocks_anywhere(params_.size(), 0);

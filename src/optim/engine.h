@@ -101,8 +101,8 @@ class Engine {
   DashDiagnostics diagnostics(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
   /// Bytes of optimizer state (what a checkpoint holds), not counting workspaces.
   int64_t state_bytes() const;
-  /// Parameter `index`'s state as views (Dash::parameter_state).
-  std::vector<std::pair<std::string, at::Tensor>> parameter_state(size_t index) const;
+  /// Parameter `index`'s state as views (Dash::parameter_state; engine_parameter_state.cpp).
+  ParameterState parameter_state(size_t index) const;
   /// Bytes kept across steps besides the state: every buffer and workspace.
   int64_t workspace_bytes() const;
   /// Of those, the ones a workspace limit does not divide into chunks: the AdamW
@@ -138,6 +138,12 @@ class Engine {
   /// saved for other parameters or options, or by another number of ranks.
   void load_resharded(std::vector<torch::serialize::InputArchive>& archives,
       const std::vector<torch::optim::OptimizerParamGroup>& groups);
+  /// Into a freshly built engine (engine_parameter_state.cpp): every parameter's
+  /// state as parameter_state() gives it, on any world size (this engine takes the
+  /// entries of the blocks it owns and ignores the others), and the counters.
+  /// Throws, naming the parameter and entry, when one is missing, unknown or of
+  /// another shape or dtype.
+  void load_parameter_states(const std::vector<ParameterState>& states, const StepCounts& counts);
 
  private:
   struct StepContext;
@@ -150,6 +156,9 @@ class Engine {
   template <typename Self, typename Visit>
   static void for_each_state_tensor(Self& engine, Visit&& visit);
 
+  /// Per stack of this engine's plan and block: the block's number among its
+  /// parameter's blocks in the whole plan (its name in parameter_state()).
+  std::vector<std::vector<int64_t>> own_block_numbers() const;
   void run_step(const std::vector<torch::optim::OptimizerParamGroup>& groups);
   WorkspaceBudget step_budget(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
   void convert_state_precision(const StepContext& context);
@@ -183,6 +192,7 @@ class Engine {
   /// segment), some of them (a rank of several), or none.
   enum class ParamUse { None, Whole, Part };
   std::vector<ParamUse> param_use_;
+  std::vector<std::vector<int64_t>> block_numbers_;  ///< own_block_numbers()
   std::vector<GradientStackState> stacks_;
   std::vector<FactorStackState> factors_;
   std::vector<AdamWSegmentState> segments_;

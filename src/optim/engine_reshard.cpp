@@ -9,6 +9,7 @@
 #include <dash/distributed.h>
 
 #include "distributed/work_split.h"
+#include "optim/state_rows.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -118,15 +119,6 @@ Homes homes_of(const std::vector<Shard>& shards) {
   return homes;
 }
 
-// Row `row` of `into` (allocated as zeros of `shape` on first use) from row
-// `from_row` of `from`, where the shard has it.
-void copy_optional_row(at::Tensor& into, at::IntArrayRef shape, int64_t row, const at::Tensor& from, int64_t from_row,
-    const at::Device& device) {
-  if (!from.defined()) return;
-  if (!into.defined()) into = at::zeros(shape, from.options().device(device));
-  into.select(0, row).copy_(from.select(0, from_row));
-}
-
 // Factor `row` of `into` from factor `from_row` of the shard's factor stack `old_k`.
 void copy_factor(FactorStackState& into, int64_t row, const Shard& shard, int64_t old_k, int64_t from_row) {
   const auto prefix = "factor." + std::to_string(old_k);
@@ -134,11 +126,13 @@ void copy_factor(FactorStackState& into, int64_t row, const Shard& shard, int64_
   const auto count = into.factors.size(0);
   into.factors.select(0, row).copy_(shard.required(prefix + ".factors").select(0, from_row));
   into.roots.select(0, row).copy_(shard.required(prefix + ".roots").select(0, from_row));
-  copy_optional_row(
-      into.consecutive_failures, {count}, row, shard.tensors.at(prefix + ".consecutive_failures"), from_row, device);
-  copy_optional_row(
-      into.basis.vectors, into.factors.sizes(), row, shard.tensors.at(prefix + ".eigenvectors"), from_row, device);
-  copy_optional_row(into.basis.valid, {count}, row, shard.tensors.at(prefix + ".eigenbasis_valid"), from_row, device);
+  auto saved_row = [&](const char* name) {
+    const auto& saved = shard.tensors.at(prefix + name);
+    return saved.defined() ? saved.select(0, from_row) : saved;
+  };
+  copy_optional_row(into.consecutive_failures, {count}, row, saved_row(".consecutive_failures"), device);
+  copy_optional_row(into.basis.vectors, into.factors.sizes(), row, saved_row(".eigenvectors"), device);
+  copy_optional_row(into.basis.valid, {count}, row, saved_row(".eigenbasis_valid"), device);
 }
 
 // The moments of block `row` (all of them for −1) from the shard's `prefix` stack or
@@ -157,25 +151,16 @@ void copy_moments(MomentState& into, int64_t row, const Shard& shard, const std:
   }
 }
 
-// The per-stack counters restart from zero (they are diagnostics, and an old stack
-// may now be split over several), allocated with the state they count; the choices
-// of Execution::Auto and RootMethod::Auto are kept where every source stack made the
-// same one (else they are made again).
-void settle_stack(
-    FactorStackState& into, const std::set<std::pair<size_t, int64_t>>& sources, const std::vector<Shard>& shards) {
-  const auto counter = at::TensorOptions().dtype(at::kLong).device(into.factors.device());
-  if (into.consecutive_failures.defined() && !into.factor_resets.defined()) into.factor_resets = at::zeros({}, counter);
-  if (into.basis.vectors.defined() && !into.refresh_counts.defined()) into.refresh_counts = at::zeros({3}, counter);
+// The choices of Execution::Auto and RootMethod::Auto that the sources of a factor
+// stack's rows saved (−1: none).
+std::pair<std::set<int64_t>, std::set<int64_t>> saved_choices(
+    const std::set<std::pair<size_t, int64_t>>& sources, const std::vector<Shard>& shards) {
   std::set<int64_t> executions, methods;
   for (const auto& [r, old_k] : sources) {
     executions.insert(shards[r].choice("factor." + std::to_string(old_k) + ".root_execution"));
     methods.insert(shards[r].choice("factor." + std::to_string(old_k) + ".root_method"));
   }
-  if (executions.size() == 1 && *executions.begin() >= 0) {
-    into.root_execution = static_cast<Execution>(*executions.begin());
-    into.calibration_pending = into.root_execution == Execution::Auto;
-  }
-  if (methods.size() == 1 && *methods.begin() >= 0) into.root_method = static_cast<RootMethod>(*methods.begin());
+  return {executions, methods};
 }
 
 }  // namespace
@@ -240,7 +225,10 @@ void Engine::load_resharded(std::vector<torch::serialize::InputArchive>& archive
       factor_sources[stack.right_stack].insert({r, old_stack.right_stack});
     }
   }
-  for (size_t k = 0; k < factors_.size(); ++k) settle_stack(factors_[k], factor_sources[k], shards);
+  for (size_t k = 0; k < factors_.size(); ++k) {
+    const auto [executions, methods] = saved_choices(factor_sources[k], shards);
+    settle_loaded_stack(factors_[k], executions, methods);
+  }
   for (size_t j = 0; j < segments_.size(); ++j) {
     const auto [r, old_j] = homes.segments.at(own.origin.segments[j]);
     copy_moments(segments_[j].moments, -1, shards[r], "segment." + std::to_string(old_j), -1);

@@ -127,52 +127,6 @@ int64_t Engine::state_bytes() const {
   return bytes;
 }
 
-// A parameter's blocks are one run in each stack it has blocks in (plan_stacks and
-// restrict_plan keep a parameter's blocks together), so every entry is a view.
-std::vector<std::pair<std::string, at::Tensor>> Engine::parameter_state(size_t index) const {
-  TORCH_CHECK(index < params_.size(), "dash::Dash::parameter_state: parameter ", index, " of ", params_.size());
-  const auto param = static_cast<int64_t>(index);
-  std::vector<std::pair<std::string, at::Tensor>> entries;
-  auto add = [&](const std::string& name, const at::Tensor& tensor) {
-    if (tensor.defined()) entries.emplace_back(name, tensor);
-  };
-  auto moments = [&](const std::string& prefix, const MomentState& state, auto&& part) {
-    add(prefix + "grad_ema", part(state.grad_ema));
-    add(prefix + "graft_stat", part(state.graft_stat));
-    add(prefix + "momentum", part(state.momentum));
-    add(prefix + "step", part(state.steps));
-  };
-  for (size_t s = 0; s < stacks_.size(); ++s) {
-    const auto& stack = plan_.gradient_stacks[s];
-    const auto begin = std::find(stack.block_params.begin(), stack.block_params.end(), param);
-    if (begin == stack.block_params.end()) continue;
-    const auto end = std::find_if(begin, stack.block_params.end(), [&](int64_t other) { return other != param; });
-    TORCH_INTERNAL_ASSERT(std::find(end, stack.block_params.end(), param) == stack.block_params.end());
-    const auto first = static_cast<int64_t>(begin - stack.block_params.begin());
-    const auto count = static_cast<int64_t>(end - begin);
-    const auto prefix = "blocks_" + std::to_string(stack.rows) + "x" + std::to_string(stack.cols) + ".";
-    auto part = [&](const at::Tensor& tensor) { return tensor.defined() ? tensor.narrow(0, first, count) : tensor; };
-    auto side = [&](const char* name, int64_t k, int64_t offset) {
-      add(prefix + "factor_" + name, factors_[k].factors.narrow(0, offset + first, count));
-      add(prefix + "root_" + name, factors_[k].roots.narrow(0, offset + first, count));
-    };
-    side("left", stack.left_stack, stack.left_offset);
-    if (!stack.one_sided) side("right", stack.right_stack, stack.right_offset);
-    moments(prefix, stacks_[s].moments, part);
-  }
-  for (size_t j = 0; j < segments_.size(); ++j) {
-    const auto& segment = plan_.adamw_segments[j];
-    if (std::find(segment.params.begin(), segment.params.end(), param) == segment.params.end()) continue;
-    const auto& slot = plan_.parameters[index];
-    auto part = [&](const at::Tensor& tensor) {
-      return tensor.defined() ? tensor.narrow(2, slot.offset - segment.offset, slot.numel).view(params_[index].sizes())
-                              : tensor;
-    };
-    moments("", segments_[j].moments, part);
-  }
-  return entries;
-}
-
 void Engine::continue_from(const Engine& previous) {
   skipped_steps_ = previous.skipped_steps_;
   overflow_skipped_steps_ = previous.overflow_skipped_steps_;

@@ -16,9 +16,11 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/serialize/archive.h>
 
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -138,6 +140,19 @@ void load_resharded_from_bytes(Dash& optimizer, const std::vector<py::bytes>& sh
   optimizer.load_resharded(archives);
 }
 
+// Every parameter's state (name → tensor dicts, in parameter order) with the groups'
+// options (dicts of C++ option names) and the counters (steps taken, skipped, skipped
+// for overflow).
+void load_parameter_states(Dash& optimizer, const py::list& group_options,
+    const std::vector<std::map<std::string, at::Tensor>>& states, const std::tuple<int64_t, int64_t, int64_t>& counts) {
+  std::vector<DashOptions> options;
+  for (const auto& group : group_options) options.push_back(dash_options_from(group.cast<py::dict>(), false));
+  std::vector<ParameterState> entries;
+  for (const auto& state : states) entries.emplace_back(state.begin(), state.end());
+  py::gil_scoped_release release;
+  optimizer.load_parameter_states(options, entries, {std::get<0>(counts), std::get<1>(counts), std::get<2>(counts)});
+}
+
 // The optimizer's calls take its lock (<dash/optimizer.h>); they wait for it
 // without the GIL, so that the thread holding it can finish its step.
 void step(Dash& optimizer, const py::list& group_options) {
@@ -190,9 +205,11 @@ void bind_optimizer(py::module_& module) {
       .def("save", &save_to_bytes)
       .def("load", &load_from_bytes)
       .def("load_resharded", &load_resharded_from_bytes)
+      .def("load_parameter_states", &load_parameter_states, py::arg("group_options"), py::arg("states"),
+          py::arg("counts"))
       .def("parameter_state",
           [](const Dash& optimizer, size_t index) {
-            std::vector<std::pair<std::string, at::Tensor>> entries;
+            ParameterState entries;
             {
               py::gil_scoped_release release;
               entries = optimizer.parameter_state(index);

@@ -120,6 +120,29 @@ TEST(StackPlan, TiledParameterIsOneRegionPerStack) {
   EXPECT_EQ((regions[{1, 1}].size()), 1u);
 }
 
+// Blocks are numbered 0..n−1 within each parameter, n its block count by hand
+// ((5, 3) in 2×2 blocks: 3 × 2; (2,3,3,1) as 6×3: 3 × 2; (4, 4) in 3×3: 2 × 2;
+// (7) 1-D in 3s: 3), each number once.
+TEST(StackPlan, BlockNumbersCountEachParametersBlocksOnce) {
+  const auto plan = plan_stacks(kShapes, {0, 0, 0, 0, 1, 1}, {{2, false, 0}, {3, true, 0}});
+  const auto numbers = parameter_block_numbers(plan);
+  ASSERT_EQ(numbers.size(), plan.gradient_stacks.size());
+  std::map<int64_t, std::set<int64_t>> seen;
+  for (size_t s = 0; s < numbers.size(); ++s) {
+    ASSERT_EQ(static_cast<int64_t>(numbers[s].size()), plan.gradient_stacks[s].count());
+    for (size_t b = 0; b < numbers[s].size(); ++b) {
+      EXPECT_TRUE(seen[plan.gradient_stacks[s].block_params[b]].insert(numbers[s][b]).second);
+    }
+  }
+  const std::map<int64_t, int64_t> expected_counts = {{0, 6}, {2, 6}, {4, 4}, {5, 3}};
+  ASSERT_EQ(seen.size(), expected_counts.size());
+  for (const auto& [param, count] : expected_counts) {
+    ASSERT_EQ(static_cast<int64_t>(seen[param].size()), count) << "parameter " << param;
+    EXPECT_EQ(*seen[param].begin(), 0);
+    EXPECT_EQ(*seen[param].rbegin(), count - 1);
+  }
+}
+
 TEST(StackPlan, StacksGroupEqualShapesAndFactorsEqualSizes) {
   // Group 0, B = 2: (5, 3) → blocks 2×2 ×2, 2×1 ×2, 1×2, 1×1; (2,3,3,1) → 6×3 →
   // 2×2 ×3, 2×1 ×3. Group 1, B = 3, 1-D Shampoo: (4, 4) → 3×3, 3×1, 1×3, 1×1;

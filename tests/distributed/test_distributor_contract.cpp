@@ -238,7 +238,7 @@ TEST_P(DistributorContract, EachRankShowsTheStateOfTheBlocksItOwns) {
   auto count_blocks = [](const Dash& optimizer, size_t param) {
     int64_t blocks = 0;
     for (const auto& [name, tensor] : optimizer.parameter_state(param)) {
-      if (name.find(".factor_left") != std::string::npos) blocks += tensor.size(0);
+      if (name.find(".factor_left") != std::string::npos) ++blocks;
     }
     return blocks;
   };

@@ -1,8 +1,9 @@
-// Checkpoints that change world size (Dash::load_resharded): a run that saves after
-// five steps on N ranks (threads, tests/support/gloo_threads.h) and continues on M
-// ranks from every rank's shard ends where ten uninterrupted steps in one process
-// end, bitwise (each block's state moves whole, and per block the arithmetic is one
-// process's); and shards that do not fit are refused, naming why.
+// Checkpoints that change world size: a run that saves after five steps on N ranks
+// (threads, tests/support/gloo_threads.h) and continues on M ranks, from every
+// rank's archive (Dash::load_resharded) or from the union of the ranks' states keyed
+// by parameter (Dash::load_parameter_states), ends where ten uninterrupted steps in
+// one process end, bitwise (each block's state moves whole, and per block the
+// arithmetic is one process's); and shards that do not fit are refused, naming why.
 
 #include "distributed/distributed_problem.h"
 #include "support/error_message.h"
@@ -16,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <torch/serialize.h>
 
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -47,8 +49,10 @@ std::vector<at::Tensor> values_of(const std::vector<at::Tensor>& params) {
 }
 
 struct Saved {
-  std::vector<std::string> shards;  // every rank's archive, in rank order
-  std::vector<at::Tensor> params;   // after kSaveAt steps (the same on every rank)
+  std::vector<std::string> shards;     // every rank's archive, in rank order
+  std::vector<ParameterState> states;  // per parameter, the union of the ranks' entries (copies)
+  StepCounts counts;
+  std::vector<at::Tensor> params;  // after kSaveAt steps (the same on every rank)
 };
 
 std::string archive_of(const Dash& optimizer) {
@@ -62,12 +66,21 @@ std::string archive_of(const Dash& optimizer) {
 // kSaveAt steps on `ranks` ranks (1: a single process, no context), then every rank's shard.
 Saved train_and_save(int64_t ranks) {
   Saved saved;
+  std::mutex mutex;
   saved.shards.resize(static_cast<size_t>(ranks));
   auto run = [&](int64_t rank, std::shared_ptr<const DistributedContext> context) {
     auto params = testing::distributed_problem_parameters(false);
     Dash optimizer(params, testing::distributed_problem_options(), std::move(context));
     train(optimizer, params, 0, kSaveAt);
+    const std::lock_guard<std::mutex> lock(mutex);
     saved.shards[rank] = archive_of(optimizer);
+    saved.states.resize(params.size());
+    for (size_t i = 0; i < params.size(); ++i) {
+      for (const auto& [name, tensor] : optimizer.parameter_state(i))
+        saved.states[i].emplace_back(name, tensor.clone());
+    }
+    const auto diagnostics = optimizer.diagnostics();
+    saved.counts = {diagnostics.steps_taken, diagnostics.skipped_steps, diagnostics.overflow_skipped_steps};
     if (rank == 0) saved.params = values_of(params);
   };
   if (ranks == 1) {
@@ -87,15 +100,21 @@ std::vector<torch::serialize::InputArchive> archives(const std::vector<std::stri
   return result;
 }
 
+enum class Checkpoint { Archives, ParameterStates };
+
 // Continues `saved` on `ranks` ranks to kSteps; every rank's parameters.
-std::vector<std::vector<at::Tensor>> resume(const Saved& saved, int64_t ranks) {
+std::vector<std::vector<at::Tensor>> resume(const Saved& saved, int64_t ranks, Checkpoint kind) {
   std::vector<std::vector<at::Tensor>> results(static_cast<size_t>(ranks));
   auto run = [&](int64_t rank, std::shared_ptr<const DistributedContext> context) {
     std::vector<at::Tensor> params;
     for (const auto& value : saved.params) params.push_back(value.clone().set_requires_grad(true));
     Dash optimizer(params, testing::distributed_problem_options(), std::move(context));
-    auto shards = archives(saved.shards);
-    optimizer.load_resharded(shards);
+    if (kind == Checkpoint::Archives) {
+      auto shards = archives(saved.shards);
+      optimizer.load_resharded(shards);
+    } else {
+      optimizer.load_parameter_states({testing::distributed_problem_options()}, saved.states, saved.counts);
+    }
     train(optimizer, params, kSaveAt, kSteps);
     results[rank] = values_of(params);
   };
@@ -116,12 +135,10 @@ std::vector<at::Tensor> uninterrupted() {
 
 class Resharding : public ::testing::TestWithParam<std::pair<int64_t, int64_t>> {};
 
-TEST_P(Resharding, ContinuesAsTheUninterruptedRunBitwise) {
-  DASH_SKIP_WITHOUT_GLOO();
-  const auto [from, to] = GetParam();
+void expect_continues_bitwise(Checkpoint kind, int64_t from, int64_t to) {
   const auto reference = uninterrupted();
   const auto saved = train_and_save(from);
-  const auto resumed = resume(saved, to);
+  const auto resumed = resume(saved, to, kind);
   for (size_t rank = 0; rank < resumed.size(); ++rank) {
     ASSERT_EQ(resumed[rank].size(), reference.size());
     for (size_t i = 0; i < reference.size(); ++i) {
@@ -132,6 +149,16 @@ TEST_P(Resharding, ContinuesAsTheUninterruptedRunBitwise) {
   }
   // The second half moved the parameters: the comparison is not of the saved values.
   EXPECT_FALSE(at::equal(reference[0], saved.params[0]));
+}
+
+TEST_P(Resharding, ContinuesAsTheUninterruptedRunBitwise) {
+  DASH_SKIP_WITHOUT_GLOO();
+  expect_continues_bitwise(Checkpoint::Archives, GetParam().first, GetParam().second);
+}
+
+TEST_P(Resharding, ParameterStatesContinueAsTheUninterruptedRunBitwise) {
+  DASH_SKIP_WITHOUT_GLOO();
+  expect_continues_bitwise(Checkpoint::ParameterStates, GetParam().first, GetParam().second);
 }
 
 INSTANTIATE_TEST_SUITE_P(WorldSizes, Resharding,

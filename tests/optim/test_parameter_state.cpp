@@ -1,19 +1,28 @@
-// Dash::parameter_state: a parameter's part of the state as views, under torch-like
-// names. After one step the factors are (1 − β) G Gᵀ and Gᵀ G of that parameter's
-// own blocks (computed here from the gradient), the views follow the live state, and
-// an AdamW parameter's moments come in its own shape.
+// Dash::parameter_state: a parameter's part of the state as views, block by block.
+// After one step the factors are (1 − β) G Gᵀ and Gᵀ G of that parameter's own
+// blocks (computed here from the gradient), the views follow the live state, and an
+// AdamW parameter's moments come in its own shape. Dash::load_parameter_states: the
+// states continue bitwise, and a state that does not fit is refused by entry.
 
 #include <dash/optimizer.h>
+
+#include "support/error_message.h"
 
 #include <ATen/ATen.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
 #include <map>
+#include <set>
 #include <string>
 
 namespace dash {
 namespace {
+
+using ::testing::HasSubstr;
 
 std::map<std::string, at::Tensor> state_of(const Dash& optimizer, size_t index) {
   std::map<std::string, at::Tensor> state;
@@ -47,43 +56,138 @@ TEST(ParameterState, FactorsAreThoseOfTheParametersOwnBlocks) {
   optimizer.step();
 
   const auto state = state_of(optimizer, 0);
-  // 70 = 32 + 32 + 6 rows, 40 = 32 + 8 columns: four shapes of blocks.
+  // 70 = 32 + 32 + 6 rows, 40 = 32 + 8 columns: six blocks of four shapes. Each
+  // gradient block's factors are one numbered block's, and each number is one block's.
+  std::set<int64_t> matched;
   for (const auto& [rows, cols] : std::vector<std::pair<int64_t, int64_t>>{{32, 32}, {32, 8}, {6, 32}, {6, 8}}) {
-    const auto prefix = "blocks_" + std::to_string(rows) + "x" + std::to_string(cols) + ".";
-    SCOPED_TRACE(prefix);
-    const auto blocks = blocks_of_shape(grad, rows, cols);
-    ASSERT_TRUE(state.count(prefix + "factor_left"));
-    const auto& left = state.at(prefix + "factor_left");
-    const auto& right = state.at(prefix + "factor_right");
-    ASSERT_EQ(left.size(0), static_cast<int64_t>(blocks.size()));
-    EXPECT_EQ(state.at(prefix + "root_left").sizes(), left.sizes());
-    EXPECT_EQ(state.at(prefix + "grad_ema").sizes(), (std::vector<int64_t>{left.size(0), rows, cols}));
-    for (size_t b = 0; b < blocks.size(); ++b) {
-      const auto g = blocks[b].to(at::kDouble);
+    for (const auto& block : blocks_of_shape(grad, rows, cols)) {
+      const auto g = block.to(at::kDouble);
       const auto expected_left = (1.0 - kBeta) * g.mm(g.t());
       const auto expected_right = (1.0 - kBeta) * g.t().mm(g);
-      EXPECT_TRUE(at::allclose(left[b].to(at::kDouble), expected_left, 1e-5, 1e-5)) << "block " << b;
-      EXPECT_TRUE(at::allclose(right[b].to(at::kDouble), expected_right, 1e-5, 1e-5)) << "block " << b;
+      int64_t found = -1;
+      for (int64_t j = 0; j < 6; ++j) {
+        const auto prefix = "block." + std::to_string(j) + ".";
+        ASSERT_TRUE(state.count(prefix + "factor_left")) << prefix;
+        const auto& left = state.at(prefix + "factor_left");
+        if (left.size(0) != rows || !at::allclose(left.to(at::kDouble), expected_left, 1e-5, 1e-5)) continue;
+        EXPECT_TRUE(at::allclose(state.at(prefix + "factor_right").to(at::kDouble), expected_right, 1e-5, 1e-5));
+        EXPECT_EQ(state.at(prefix + "root_left").sizes(), left.sizes());
+        EXPECT_EQ(state.at(prefix + "grad_ema").sizes(), (std::vector<int64_t>{rows, cols}));
+        found = j;
+      }
+      ASSERT_GE(found, 0) << "a " << rows << "×" << cols << " block";
+      EXPECT_TRUE(matched.insert(found).second) << "block " << found << " twice";
     }
   }
-  // Four shapes × (two factors, two roots, grad_ema, graft_stat, step); momentum is off by default.
-  EXPECT_EQ(state.size(), 4u * 7u);
-  EXPECT_FALSE(state.count("blocks_32x32.momentum"));
+  EXPECT_EQ(matched.size(), 6u);
+  // Six blocks × (two factors, two roots, two root choices, grad_ema, graft_stat,
+  // step); momentum is off by default.
+  EXPECT_EQ(state.size(), 6u * 9u);
+  EXPECT_FALSE(state.count("block.0.momentum"));
+  EXPECT_FALSE(state.count("block.6.factor_left"));
 
   // An AdamW parameter: its moments in its own shape.
   const auto vector_state = state_of(optimizer, 1);
   ASSERT_TRUE(vector_state.count("grad_ema"));
   EXPECT_EQ(vector_state.at("grad_ema").sizes(), at::IntArrayRef({16}));
-  EXPECT_FALSE(vector_state.count("factor_left"));
+  EXPECT_FALSE(vector_state.count("block.0.factor_left"));
 
   // Views of the live state: the next step shows through them.
-  const auto before = state.at("blocks_32x32.factor_left").clone();
+  const auto before = state.at("block.0.factor_left").clone();
   params[0].mutable_grad() = at::randn({70, 40});
   optimizer.step();
-  EXPECT_FALSE(at::equal(state.at("blocks_32x32.factor_left"), before));
-  EXPECT_TRUE(at::equal(state.at("blocks_32x32.factor_left"), state_of(optimizer, 0).at("blocks_32x32.factor_left")));
+  EXPECT_FALSE(at::equal(state.at("block.0.factor_left"), before));
+  EXPECT_TRUE(at::equal(state.at("block.0.factor_left"), state_of(optimizer, 0).at("block.0.factor_left")));
 
   EXPECT_THROW(optimizer.parameter_state(3), c10::Error);
+}
+
+// Three parameters (blocks of two shapes, an AdamW vector), momentum and a warm
+// eigenbasis on, so that every kind of entry is in the state.
+struct Problem {
+  std::vector<at::Tensor> params{at::zeros({20, 12}).set_requires_grad(true), at::zeros({9}).set_requires_grad(true),
+      at::zeros({8, 8}).set_requires_grad(true)};
+  DashOptions options = problem_options();
+
+  static DashOptions problem_options() {
+    auto options = DashOptions(0.05).block_size(8).momentum(0.5).start_step(1).root_frequency(2);
+    options.root().method(RootMethod::EVD);
+    options.root().eigen().refresh_tolerance(0.1);
+    return options;
+  }
+  void step(Dash& optimizer, int64_t seed) {
+    const auto generator = at::make_generator<at::CPUGeneratorImpl>(static_cast<uint64_t>(seed));
+    for (auto& param : params) param.mutable_grad() = at::randn(param.sizes(), generator);
+    optimizer.step();
+  }
+};
+
+std::vector<ParameterState> copied_states(const Dash& optimizer, size_t count) {
+  std::vector<ParameterState> states(count);
+  for (size_t i = 0; i < count; ++i) {
+    for (const auto& [name, tensor] : optimizer.parameter_state(i)) states[i].emplace_back(name, tensor.clone());
+  }
+  return states;
+}
+
+TEST(ParameterState, LoadedStatesContinueBitwise) {
+  Problem original, resumed;
+  Dash optimizer(original.params, original.options);
+  for (int64_t step = 0; step < 5; ++step) original.step(optimizer, step);
+  const auto states = copied_states(optimizer, original.params.size());
+  ASSERT_TRUE(std::any_of(states[0].begin(), states[0].end(),
+      [](const auto& entry) { return entry.first.find("eigenvectors_left") != std::string::npos; }));
+  for (size_t i = 0; i < original.params.size(); ++i) resumed.params[i].detach().copy_(original.params[i].detach());
+  Dash loaded(resumed.params, DashOptions(0.5).block_size(32));  // the loaded options win
+  const auto diagnostics = optimizer.diagnostics();
+  loaded.load_parameter_states({original.options}, states,
+      {diagnostics.steps_taken, diagnostics.skipped_steps, diagnostics.overflow_skipped_steps});
+  EXPECT_EQ(loaded.diagnostics().steps_taken, 5);
+  for (int64_t step = 5; step < 9; ++step) {
+    original.step(optimizer, step);
+    resumed.step(loaded, step);
+  }
+  for (size_t i = 0; i < original.params.size(); ++i) {
+    EXPECT_TRUE(at::equal(original.params[i], resumed.params[i])) << "parameter " << i;
+  }
+}
+
+TEST(ParameterState, AStateThatDoesNotFitIsRefusedNamingTheEntry) {
+  Problem problem;
+  Dash optimizer(problem.params, problem.options);
+  problem.step(optimizer, 0);
+  const auto states = copied_states(optimizer, problem.params.size());
+  Problem target;
+  Dash fresh(target.params, target.options);
+  auto refused = [&](std::vector<ParameterState> edited) {
+    return testing::error_of([&] { fresh.load_parameter_states({problem.options}, edited, {1, 0, 0}); });
+  };
+  auto without = states;
+  without[0].erase(std::find_if(
+      without[0].begin(), without[0].end(), [](const auto& entry) { return entry.first == "block.1.root_right"; }));
+  EXPECT_THAT(refused(without), HasSubstr("parameter 0's state has no 'block.1.root_right'"));
+  auto unknown = states;
+  unknown[0].emplace_back("block.0.factor_middle", at::zeros({8, 8}));
+  EXPECT_THAT(refused(unknown), HasSubstr("parameter 0's state has an entry 'block.0.factor_middle'"));
+  auto beyond = states;
+  beyond[2].emplace_back("block.1.factor_left", at::zeros({8, 8}));  // the 8 × 8 parameter is one block
+  EXPECT_THAT(refused(beyond), HasSubstr("parameter 2's state has an entry 'block.1.factor_left'"));
+  auto adamw = states;
+  adamw[1].emplace_back("block.0.factor_left", at::zeros({8, 8}));
+  EXPECT_THAT(refused(adamw), HasSubstr("parameter 1's state has an entry 'block.0.factor_left'"));
+  auto reshaped = states;
+  for (auto& [name, tensor] : reshaped[2]) {
+    if (name == "block.0.grad_ema") tensor = at::zeros({4, 16});
+  }
+  EXPECT_THAT(refused(reshaped), HasSubstr("parameter 2's state entry 'block.0.grad_ema' is [4, 16]"));
+  EXPECT_THAT(testing::error_of([&] {
+    fresh.load_parameter_states({problem.options}, {states[0]}, {1, 0, 0});
+  }),
+      HasSubstr("the state is for 1 parameters, this optimizer has 3"));
+  // Nothing was loaded: the optimizer is still fresh.
+  EXPECT_EQ(fresh.diagnostics().steps_taken, 0);
+  EXPECT_TRUE(
+      at::equal(fresh.parameter_state(0).front().second, at::zeros_like(fresh.parameter_state(0).front().second)));
 }
 
 }  // namespace

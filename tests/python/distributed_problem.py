@@ -13,10 +13,21 @@ STEPS = 6
 
 def make_optimizer(**distributed):
     generator = torch.Generator().manual_seed(3)
-    params = [torch.randn(shape, generator=generator).requires_grad_() for shape in SHAPES]
+    # Parameters (not plain leaf tensors) so that torch.nn.ParameterList(params) is a
+    # model over the same objects, as torch.distributed.checkpoint's helpers need.
+    params = [torch.nn.Parameter(torch.randn(shape, generator=generator)) for shape in SHAPES]
     optimizer = dash.Dash(params, lr=0.05, block_size=32, start_step=2, root_frequency=3, weight_decay=0.01,
                           **distributed)
     return params, optimizer
+
+
+def has_checkpoint_helpers():
+    """Whether this torch has torch.distributed.checkpoint's get/set_optimizer_state_dict (2.2 on)."""
+    try:
+        import torch.distributed.checkpoint.state_dict  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def train(params, optimizer, steps, first=0, last=None):

@@ -1,7 +1,8 @@
 """One rank of test_distributed.py: trains the shared problem with dash.Dash over
 torch.distributed (Gloo) and saves its final parameters to OUT_DIR/rank<R>.pt.
 
-usage: distributed_worker.py OUT_DIR default|explicit|mismatch|ddp-zero|save-half|resume-half
+usage: distributed_worker.py OUT_DIR default|explicit|mismatch|ddp-zero|save-half|resume-half|
+                             dcp-save-half|dcp-resume-half
 (RANK, WORLD_SIZE, MASTER_* set)
 
 mismatch: rank 1 has a parameter of another shape; every rank must refuse to start
@@ -11,6 +12,8 @@ dash.no_reduce_hook and dash.Dash(scheme="zero"), each rank on its own batches
 each rank's state_dict() to OUT_DIR/state<R>.pt and the parameters to
 OUT_DIR/half.pt; resume-half: every saved state dict (whatever number of ranks wrote
 them) into this world size through load_sharded_state_dicts, then the second half.
+dcp-save-half and dcp-resume-half: the same through torch.distributed.checkpoint
+(get_optimizer_state_dict, dcp.save to OUT_DIR/dcp; dcp.load, set_optimizer_state_dict).
 """
 
 import sys
@@ -39,19 +42,31 @@ if which_group == "ddp-zero":
     dist.barrier()
     dist.destroy_process_group()
     sys.exit(0)
-if which_group in ("save-half", "resume-half"):
+if which_group in ("save-half", "resume-half", "dcp-save-half", "dcp-resume-half"):
     params, optimizer = make_optimizer()
-    if which_group == "save-half":
+    if which_group.startswith("dcp-"):
+        import torch.distributed.checkpoint as dcp
+        from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict, set_optimizer_state_dict
+        model = torch.nn.ParameterList(params)
+    if which_group.endswith("save-half"):
         train(params, optimizer, STEPS, first=0, last=STEPS // 2)
-        torch.save(optimizer.state_dict(), out_dir / f"state{dist.get_rank()}.pt")
+        if which_group == "save-half":
+            torch.save(optimizer.state_dict(), out_dir / f"state{dist.get_rank()}.pt")
+        else:
+            dcp.save({"optim": get_optimizer_state_dict(model, optimizer)}, checkpoint_id=str(out_dir / "dcp"))
         if dist.get_rank() == 0:
             torch.save([p.detach() for p in params], out_dir / "half.pt")
     else:
         with torch.no_grad():
             for param, value in zip(params, torch.load(out_dir / "half.pt")):
                 param.copy_(value)
-        shards = sorted(out_dir.glob("state*.pt"), key=lambda path: int(path.stem[len("state"):]))
-        optimizer.load_sharded_state_dicts([torch.load(path) for path in shards])
+        if which_group == "resume-half":
+            shards = sorted(out_dir.glob("state*.pt"), key=lambda path: int(path.stem[len("state"):]))
+            optimizer.load_sharded_state_dicts([torch.load(path) for path in shards])
+        else:
+            state = {"optim": get_optimizer_state_dict(model, optimizer)}
+            dcp.load(state, checkpoint_id=str(out_dir / "dcp"))
+            set_optimizer_state_dict(model, optimizer, state["optim"])
         train(params, optimizer, STEPS, first=STEPS // 2, last=STEPS)
         torch.save([p.detach() for p in params], out_dir / f"rank{dist.get_rank()}.pt")
     dist.barrier()

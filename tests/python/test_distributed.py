@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from distributed_problem import STEPS, make_optimizer, train, train_ddp_zero_reference
+from distributed_problem import STEPS, has_checkpoint_helpers, make_optimizer, train, train_ddp_zero_reference
 
 HERE = Path(__file__).resolve().parent
 
@@ -70,8 +70,14 @@ def test_ddp_with_zero_scheme_matches_one_process_on_the_average_gradient(tmp_pa
 
 
 @pytest.mark.parametrize("saved_on, resumed_on", [(1, 2), (2, 1), (2, 4)])
-def test_a_checkpoint_resumes_on_another_number_of_ranks_bitwise(tmp_path, saved_on, resumed_on):
-    for mode, world_size in (("save-half", saved_on), ("resume-half", resumed_on)):
+@pytest.mark.parametrize("through", [
+    "state-dicts",
+    pytest.param("dcp", marks=pytest.mark.skipif(not has_checkpoint_helpers(),
+                                                 reason="torch.distributed.checkpoint.state_dict is torch ≥ 2.2")),
+])
+def test_a_checkpoint_resumes_on_another_number_of_ranks_bitwise(tmp_path, saved_on, resumed_on, through):
+    prefix = "dcp-" if through == "dcp" else ""
+    for mode, world_size in ((prefix + "save-half", saved_on), (prefix + "resume-half", resumed_on)):
         for rank, (code, output) in enumerate(run_ranks(tmp_path, mode, world_size)):
             assert code == 0, f"{mode} on {world_size} ranks: rank {rank} failed:\n{output}"
     params, optimizer = make_optimizer(distributed=False)

@@ -5,6 +5,7 @@ import copy
 import io
 import re
 import warnings
+import zlib
 
 import pytest
 import torch
@@ -260,6 +261,56 @@ def test_state_dict_round_trip_through_torch_save_resumes_bit_identically():
     assert resumed_optimizer.diagnostics()["steps_taken"] == steps
 
 
+def test_the_state_dict_is_keyed_by_parameter_as_torch_optims_is():
+    params = make_params()
+    optimizer = dash.Dash(params, lr=0.02, **OPTIONS)
+    apply_step(optimizer, params, fixed_gradients(params, 1)[0])
+    saved = optimizer.state_dict()
+    assert sorted(saved["state"]) == list(range(len(params)))
+    for index, param in enumerate(params):
+        assert saved["state"][index].keys() == optimizer.state[param].keys()
+        for name, tensor in saved["state"][index].items():
+            assert torch.equal(tensor, optimizer.state[param][name]), name
+    assert saved["param_groups"][0]["dash"]["steps_taken"] == 1
+    assert saved["param_groups"][0]["dash"]["options"]["block_size"] == 16
+
+
+def test_torch_distributed_checkpoint_saves_and_restores_the_state(tmp_path):
+    # What a user of torch.distributed.checkpoint writes (its state_dict helpers are
+    # torch ≥ 2.2; the LibTorch 2.x check runs this under torch 2.6).
+    pytest.importorskip("torch.distributed.checkpoint.state_dict")
+    import torch.distributed.checkpoint as dcp
+    from torch.distributed.checkpoint.state_dict import get_optimizer_state_dict, set_optimizer_state_dict
+
+    def model_and_optimizer(seed, lr):
+        torch.manual_seed(seed)
+        model = torch.nn.Sequential(torch.nn.Linear(40, 24), torch.nn.Tanh(), torch.nn.Linear(24, 8))
+        return model, dash.Dash(model.parameters(), lr=lr, momentum=0.5, **OPTIONS)
+
+    def train(model, optimizer, steps):
+        for step in steps:
+            generator = torch.Generator().manual_seed(step)
+            inputs, targets = torch.randn(16, 40, generator=generator), torch.randn(16, 8, generator=generator)
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(inputs), targets).backward()
+            optimizer.step()
+
+    model, optimizer = model_and_optimizer(0, 0.05)
+    train(model, optimizer, range(5))
+    dcp.save({"model": model.state_dict(), "optim": get_optimizer_state_dict(model, optimizer)},
+             checkpoint_id=str(tmp_path / "checkpoint"))
+    resumed_model, resumed = model_and_optimizer(1, 0.3)
+    state = {"model": resumed_model.state_dict(), "optim": get_optimizer_state_dict(resumed_model, resumed)}
+    dcp.load(state, checkpoint_id=str(tmp_path / "checkpoint"))
+    resumed_model.load_state_dict(state["model"])
+    set_optimizer_state_dict(resumed_model, resumed, state["optim"])
+    assert resumed.param_groups[0]["lr"] == 0.05 and resumed.diagnostics()["steps_taken"] == 5
+    train(model, optimizer, range(5, 9))
+    train(resumed_model, resumed, range(5, 9))
+    for original, copy_ in zip(model.parameters(), resumed_model.parameters()):
+        assert torch.equal(original, copy_)
+
+
 def test_a_foreign_state_dict_is_rejected_and_the_optimizer_stays_usable():
     params = make_params()
     optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
@@ -341,23 +392,48 @@ def test_bad_group_edit_is_refused_at_the_next_step_and_changes_nothing():
     assert torch.equal(flat(params), flat(twin)) and torch.equal(flat(resumed), flat(twin))
 
 
+def archive_state_dict(optimizer):
+    """A state dict of the older format (one C++ archive, format 2), as dash.Dash wrote
+    before the state was keyed by parameter."""
+    archive = bytearray(optimizer._cpp.save())
+    groups, start = [], 0
+    for group in optimizer.param_groups:
+        groups.append({**{key: value for key, value in group.items() if key != "params"},
+                       "params": list(range(start, start + len(group["params"])))})
+        start += len(group["params"])
+    return {"state": {}, "param_groups": groups,
+            "dash": {"format": 2, "archive": torch.frombuffer(archive, dtype=torch.uint8),
+                     "checksum": zlib.crc32(archive)}}
+
+
 def test_load_state_dict_takes_the_options_of_the_checkpoint_and_rejects_malformed_ones():
     params = make_params()
     optimizer = dash.Dash(params, lr=0.01, **OPTIONS)
     apply_step(optimizer, params, fixed_gradients(params, 1)[0])
     saved = optimizer.state_dict()
-    saved["param_groups"][0]["block_size"] = 8  # edited by hand: the archive's 16 is what the state has
+    saved["param_groups"][0]["block_size"] = 8  # edited by hand: the state was built with 16
     saved["param_groups"][0]["initial_lr"] = 0.5  # a scheduler's key is kept
     other = dash.Dash(clone_params(params), lr=0.3, **OPTIONS)
     with pytest.warns(UserWarning, match="block_size=8 would change the shape of the loaded state"):
         other.load_state_dict(saved)
     assert other.param_groups[0]["block_size"] == 16 and other.param_groups[0]["lr"] == 0.01
     assert other.param_groups[0]["initial_lr"] == 0.5
+    group = saved["param_groups"][0]
+    first_block = saved["state"][0]["block.0.factor_left"]
+    archived = archive_state_dict(optimizer)
     for broken, message in [
         ({**saved, "param_groups": [{"lr": 0.1}]}, "'params' lists"),
-        ({**saved, "dash": {"format": 1, "archive": b"abc"}}, "no 'dash' archive"),
-        ({**saved, "dash": {"format": 1, "archive": saved["dash"]["archive"][:100]}}, "not a dash checkpoint"),
-        ({**saved, "dash": {**saved["dash"], "format": 7}}, "format 7"),
+        ({**saved, "param_groups": [{**group, "dash": None}]}, "no 'dash' entry"),
+        ({**saved, "param_groups": [{**group, "dash": {**group["dash"], "format": 7}}]}, "format 7"),
+        ({**saved, "param_groups": [{**group, "dash": {**group["dash"], "steps_taken": "1"}}]}, "counters"),
+        ({**saved, "state": {**saved["state"], 0: {"block.0.factor_left": 1.0}}}, "dict of named tensors"),
+        ({**saved, "state": {**saved["state"], 0: {**saved["state"][0], "block.0.factor_left": first_block[:3]}}},
+         "'block.0.factor_left' is \\[3, 16\\]"),
+        ({**saved, "state": {**saved["state"], 0: {**saved["state"][0], "exp_avg": first_block}}},
+         "parameter 0's state has an entry 'exp_avg'"),
+        ({**archived, "dash": {"format": 1, "archive": b"abc"}}, "no 'dash' archive"),
+        ({**archived, "dash": {"format": 1, "archive": archived["dash"]["archive"][:100]}}, "not a dash checkpoint"),
+        ({**archived, "dash": {**archived["dash"], "format": 7}}, "format 7"),
     ]:
         with pytest.raises(ValueError, match=message):
             other.load_state_dict(broken)
@@ -796,22 +872,22 @@ def test_options_edited_in_a_state_dict_take_effect_when_loaded():
     assert loaded.param_groups[0]["lr"] == 0.123  # unchanged
 
 
-def test_a_corrupted_state_dict_is_a_value_error_and_changes_nothing():
-    # 4 bytes flipped anywhere in the archive: the checksum refuses it before parsing
+def test_a_corrupted_archive_state_dict_is_a_value_error_and_changes_nothing():
+    # The older format, one C++ archive: 4 bytes flipped anywhere in the archive: the checksum refuses it before parsing
     # (before it, some such flips raised IndexError or MemoryError, allocated 10.8 GB,
     # or loaded silently as a different state).
     params, optimizer, _ = stepped_optimizer(3, 3)
-    state = optimizer.state_dict()
+    state = archive_state_dict(optimizer)
     archive = state["dash"]["archive"]
     target = dash.Dash(clone_params(params), lr=0.01, **OPTIONS)
-    before = target.state_dict()["dash"]["archive"].clone()
+    before = archive_state_dict(target)["dash"]["archive"].clone()
     generator = torch.Generator().manual_seed(0)
     for start in torch.randint(0, archive.numel() - 4, (40,), generator=generator).tolist():
         damaged = archive.clone()
         damaged[start:start + 4] ^= 0xFF
         with pytest.raises(ValueError, match="corrupted"):
             target.load_state_dict({**state, "dash": {**state["dash"], "archive": damaged}})
-    assert torch.equal(target.state_dict()["dash"]["archive"], before)
+    assert torch.equal(archive_state_dict(target)["dash"]["archive"], before)
     # A state dict written before the checksum (format 1) still loads.
     older = {**state, "dash": {"format": 1, "archive": archive}}
     target.load_state_dict(older)
@@ -852,11 +928,14 @@ def test_state_holds_each_parameters_part_as_views():
     optimizer.step()
     assert len(optimizer.state) == 2 and set(map(id, optimizer.state)) == {id(matrix), id(vector)}
     state = optimizer.state[matrix]
-    # 40 = 16 + 16 + 8 rows, 24 = 16 + 8 columns; the first 16 × 16 block's L is (1 − β) G Gᵀ.
-    assert {key.split(".")[0] for key in state} == {"blocks_16x16", "blocks_16x8", "blocks_8x16", "blocks_8x8"}
+    # 40 = 16 + 16 + 8 rows, 24 = 16 + 8 columns: six blocks, numbered by shape then
+    # position, so block 0 is the first 16 × 16 one, and its L is (1 − β) G Gᵀ.
+    assert {key.split(".")[1] for key in state} == {"0", "1", "2", "3", "4", "5"}
+    assert sorted(tuple(state[f"block.{j}.grad_ema"].shape) for j in range(6)) == sorted(
+        [(16, 16)] * 2 + [(16, 8)] * 2 + [(8, 16), (8, 8)])
     block = gradient[:16, :16].double()
-    torch.testing.assert_close(state["blocks_16x16.factor_left"][0].double(), 0.5 * block @ block.T,
-                               rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(state["block.0.factor_left"].double(), 0.5 * block @ block.T, rtol=1e-5, atol=1e-5)
+    assert optimizer.state_dict()["state"][0]["block.0.factor_left"] is not None
     assert optimizer.state[vector]["grad_ema"].shape == (7,)
     with pytest.raises(KeyError):
         optimizer.state[torch.zeros(3)]
