@@ -2,7 +2,8 @@
 
 Spawns 2 Gloo ranks on CPU; each shards a small MLP with fully_shard, builds dash.Dash
 over its parameters (distributed=False and the default) and takes one step, printing
-the parameter type and what happens. Needs a torch with FSDP2 (2.6: Debian 13's
+the parameter type and what happens (in torch 2.6 on CPU, FSDP2's forward fails before
+dash is reached: docs/experiments/2026-12-06-sharded-training.md). Needs a torch with FSDP2 (2.6: Debian 13's
 python3-torch, e.g. in the chroot of ../shared/scripts/libtorch2-check.sh):
 
     USE_LIBUV=0 PYTHONPATH=<build>/python python3 bench/probes/fsdp2_probe.py

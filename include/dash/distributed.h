@@ -48,6 +48,14 @@ enum class DistributionScheme {
   /// the updates: about 2/3 of Replicated's bytes at 2 ranks. The averaged gradients
   /// are written back into the blocks a rank owns; the rest of its gradients stay its own.
   Zero,
+  /// Every rank holds parameters of its own, its local shards of parameters sharded by
+  /// FSDP, with their gradients already averaged (FSDP's reduce-scatter): it
+  /// preconditions blocks within its own tensors and updates them itself
+  /// (Distributed Shampoo's FSDP mode). Nothing is exchanged but the step's decisions
+  /// (skip, raise, the root-failure limit), one small all-reduce; the ranks'
+  /// parameters may differ in shape (uneven shards). Each block is then a block of
+  /// a shard: docs/python.md, "FSDP".
+  LocalShards,
 };
 
 struct DistributedOptions {

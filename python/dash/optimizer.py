@@ -11,6 +11,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional
 import torch
 
 from . import _C
+from .fsdp import LocalShards
 
 # The C++ options as keywords: every DashOptions field under its C++ name, the root
 # options flat (``root_method``, ``scaling``, ...), enums as strings. In param groups
@@ -178,7 +179,10 @@ class Dash(torch.optim.Optimizer):
     all ranks at ``step()`` (DDP or an all-reduce does that). ``scheme="zero"``: each
     rank's own gradients, which dash averages so that each rank receives only those
     of its blocks (ZeRO-2; under DDP, register ``dash.no_reduce_hook`` as its
-    communication hook so that DDP does not all-reduce them first).
+    communication hook so that DDP does not all-reduce them first). Parameters
+    sharded by FSDP2's ``fully_shard`` (DTensors): ``scheme="local_shards"`` (the
+    default for them), each rank preconditions blocks within its own shards of them
+    (docs/python.md, "FSDP").
     """
 
     def __init__(
@@ -189,7 +193,7 @@ class Dash(torch.optim.Optimizer):
         process_group: Optional[Any] = None,
         distributed: bool = True,
         communication_dtype: str = "fp32",
-        scheme: str = "replicated",
+        scheme: Optional[str] = None,
         **options: Any,
     ):
         defaults = _group_from_cpp(_C.default_options())
@@ -200,9 +204,19 @@ class Dash(torch.optim.Optimizer):
         self._cpp = None
         super().__init__(params, defaults)
         devices = {param.device.type for group in self.param_groups for param in group["params"]}
-        group = _process_group(process_group) if distributed else None
+        self._shards = LocalShards.of([p for group in self.param_groups for p in group["params"]], "dash.Dash")
+        if self._shards is not None:
+            if scheme not in (None, "local_shards"):
+                raise ValueError(f"dash.Dash: parameters sharded by FSDP (DTensors) take scheme='local_shards', "
+                                 f"not {scheme!r}: FSDP has already averaged each rank's shard of the gradients")
+            scheme = "local_shards"
+            group = (self._shards.process_group if process_group is None else process_group) if distributed else None
+            group = _process_group(group) if group is not None else None
+        else:
+            group = _process_group(process_group) if distributed else None
+        scheme = scheme or "replicated"
         self._cpp = _C.Optimizer(
-            [(group_["params"], _cpp_from_group(group_)) for group_ in self.param_groups],
+            [(self._cpp_params(group_["params"]), _cpp_from_group(group_)) for group_ in self.param_groups],
             process_group=group,
             device_type=devices.pop() if len(devices) == 1 else "cpu",
             communication_dtype=communication_dtype,
@@ -223,7 +237,12 @@ class Dash(torch.optim.Optimizer):
         if self._cpp is not None:
             group = self.param_groups[-1]
             try:
-                self._cpp.add_param_group(group["params"], _cpp_from_group(group))
+                if self._shards is not None:
+                    self._shards.add(group["params"], "dash.Dash.add_param_group")
+                elif LocalShards.of(group["params"], "dash.Dash.add_param_group") is not None:
+                    raise ValueError("dash.Dash.add_param_group: the optimizer's parameters are not sharded by "
+                                     "FSDP, the added ones are")
+                self._cpp.add_param_group(self._cpp_params(group["params"]), _cpp_from_group(group))
             except Exception:
                 self.param_groups.pop()
                 raise
@@ -248,8 +267,14 @@ class Dash(torch.optim.Optimizer):
             self._unknown_keys_seen = unknown
         for group in self.param_groups:
             _check_torch_switches(group, "dash.Dash.step")
+        if self._shards is not None:
+            self._shards.receive_gradients()
         self._cpp.step([_cpp_from_group(group) for group in self.param_groups])
         return loss
+
+    def _cpp_params(self, params: List[torch.Tensor]) -> List[torch.Tensor]:
+        """The tensors the C++ optimizer steps: the parameters, or their local shards."""
+        return params if self._shards is None else [self._shards.local(param) for param in params]
 
     def state_dict(self) -> Dict[str, Any]:
         """The state keyed by parameter index, as torch.optim's: ``state[i]`` is parameter
@@ -271,8 +296,10 @@ class Dash(torch.optim.Optimizer):
             packed["dash"] = {**saved, "options": dict(self._cpp.group_options(index))}
             start += len(group["params"])
             groups.append(packed)
+        prefix = self._shards.state_prefix if self._shards is not None else ""
         state_dict = {
-            "state": {index: dict(self._cpp.parameter_state(index)) for index in range(start)},
+            "state": {index: {prefix + name: tensor for name, tensor in self._cpp.parameter_state(index).items()}
+                      for index in range(start)},
             "param_groups": groups,
         }
         for hook in getattr(self, "_optimizer_state_dict_post_hooks", {}).values():
@@ -386,6 +413,13 @@ class Dash(torch.optim.Optimizer):
                 if not isinstance(entries, dict) or not all(
                         isinstance(name, str) and isinstance(value, torch.Tensor) for name, value in entries.items()):
                     raise ValueError(f"{where}: the state of parameter {key!r} must be a dict of named tensors")
+                if self._shards is not None:
+                    own = self._shards.own_entries(entries)
+                    if entries and not own:
+                        raise ValueError(f"{where}: parameter {key!r} has no state of this rank's shard "
+                                         f"('{self._shards.state_prefix}...'): the state of FSDP shards loads on the "
+                                         "ranks and world size that saved it")
+                    entries = own
                 states[index].update(entries)
         first = [group["dash"] for group in state_dicts[0]["param_groups"]]
         options, counters = [], []

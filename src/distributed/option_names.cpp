@@ -18,6 +18,7 @@ const common::NameTable<CommunicationDtype> kCommunicationDtypes = {
 const common::NameTable<DistributionScheme> kDistributionSchemes = {
     {"replicated", DistributionScheme::Replicated},
     {"zero", DistributionScheme::Zero},
+    {"local_shards", DistributionScheme::LocalShards},
 };
 
 }  // namespace

@@ -3,8 +3,6 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
-#include <limits>
-
 namespace dash::distributed {
 namespace {
 
@@ -86,15 +84,6 @@ at::Tensor ShareExchange::average_gradients() {
   // (g₀ + g₁)/2 rounded once, as one process given that average would have it.
   at::sum_out(average_, received_, {0});
   return average_.div_(static_cast<double>(context_.world_size()));
-}
-
-at::Tensor ShareExchange::maximum(const at::Tensor& values) const {
-  const double infinity = std::numeric_limits<double>::infinity();
-  std::vector<at::Tensor> buffer{at::nan_to_num(values.to(at::kFloat), infinity, infinity, -infinity).contiguous()};
-  c10d::AllreduceOptions options;
-  options.reduceOp = c10d::ReduceOp::MAX;
-  wait(context_.group().allreduce(buffer, options), "all-reduce that decides the step");
-  return buffer[0];
 }
 
 int64_t ShareExchange::buffer_bytes() const {

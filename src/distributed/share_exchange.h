@@ -42,10 +42,6 @@ class ShareExchange {
   /// all-to-all): (round,) float32, valid until the next round.
   at::Tensor average_gradients();
 
-  /// The element-wise maximum of `values` over the ranks, NaN counting as +∞ (one
-  /// all-reduce of a float32 copy).
-  at::Tensor maximum(const at::Tensor& values) const;
-
   /// Bytes this rank sends plus receives per round: its range and the others' in the
   /// all-gather, and with gradients (world_size − 1) ranges each way in the all-to-all.
   /// (The decision's all-reduce, a few bytes per parameter, is not counted.)

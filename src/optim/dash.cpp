@@ -2,6 +2,7 @@
 #include <dash/optimizer.h>
 
 #include "optim/dash_options.h"
+#include "optim/distributor.h"
 #include "optim/engine.h"
 
 #include <ATen/ATen.h>
@@ -35,14 +36,16 @@ void check_ranks_agree(
     if (!group.params().empty()) device = group.params().front().device();
   }
   // The distributed options too: ranks of different schemes or dtypes would run
-  // collectives of different kinds or sizes.
+  // collectives of different kinds or sizes. Ranks of local shards have parameters
+  // of their own, whose shapes may differ.
   const auto& options = distributed->options();
-  distributed->check_same_on_all_ranks(optim::groups_signature(groups) + "\ndistribution scheme " +
+  const bool own_parameters = !optim::splits_blocks(distributed);
+  distributed->check_same_on_all_ranks(optim::groups_signature(groups, !own_parameters) + "\ndistribution scheme " +
                                            to_string(options.scheme()) + ", communication dtype " +
                                            to_string(options.communication_dtype()),
       device,
-      "parameter shapes, state-shaping options (" + optim::state_shaping_option_names() +
-          ") and distributed options (scheme, communication_dtype)");
+      std::string(own_parameters ? "numbers of parameters" : "parameter shapes") + ", state-shaping options (" +
+          optim::state_shaping_option_names() + ") and distributed options (scheme, communication_dtype)");
 }
 
 }  // namespace

@@ -210,7 +210,7 @@ std::string state_layout(const DashOptions& o) {
   return layout;
 }
 
-std::string groups_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+std::string groups_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups, bool with_shapes) {
   // The format is part of every checkpoint ("dash.layout"): keep it as it is.
   std::string signature;
   for (size_t g = 0; g < groups.size(); ++g) {
@@ -219,7 +219,10 @@ std::string groups_signature(const std::vector<torch::optim::OptimizerParamGroup
       signature += " " + std::string(option.key) + "=" + std::to_string(option.value);
     }
     signature += ":";
-    for (const auto& param : groups[g].params()) signature += " " + c10::str(param.sizes());
+    if (!with_shapes) signature += " " + std::to_string(groups[g].params().size()) + " parameters";
+    for (const auto& param : groups[g].params()) {
+      if (with_shapes) signature += " " + c10::str(param.sizes());
+    }
     signature += "\n";
   }
   return signature;

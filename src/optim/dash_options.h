@@ -59,6 +59,6 @@ std::string state_layout(const DashOptions& options);
 /// The parameters' shapes and the state-shaping options' values, per group: what
 /// every rank of a distributed optimizer must agree on, and part of a checkpoint's
 /// layout.
-std::string groups_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups);
+std::string groups_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups, bool with_shapes = true);
 
 }  // namespace dash::optim

@@ -1,5 +1,6 @@
 #include "optim/distributor.h"
 
+#include "distributed/rank_maximum.h"
 #include "distributed/share_exchange.h"
 #include "distributed/share_layout.h"
 #include "distributed/work_split.h"
@@ -114,10 +115,18 @@ void for_each_adamw_parameter(const StepWrite& step, const blocking::StackPlan& 
 // One process: every block's update straight into its parameter.
 class LocalDistributor final : public Distributor {
  public:
+  /// `ranks`: the ranks of DistributionScheme::LocalShards, each with parameters of
+  /// its own, which decide alike; null in one process.
+  explicit LocalDistributor(const DistributedContext* ranks = nullptr) : ranks_(ranks) {}
+
+  // Ranks of LocalShards go on together: a rank without gradients (an empty shard)
+  // still takes part in the decision's all-reduce.
   bool receive_gradients(const std::vector<at::Tensor>&, std::vector<bool>& has_grad, PhaseProfile&) override {
-    return std::find(has_grad.begin(), has_grad.end(), true) != has_grad.end();
+    return ranks_ != nullptr || std::find(has_grad.begin(), has_grad.end(), true) != has_grad.end();
   }
-  at::Tensor maximum_over_ranks(const at::Tensor& values) override { return values; }
+  at::Tensor maximum_over_ranks(const at::Tensor& values) override {
+    return ranks_ != nullptr ? distributed::maximum_over_ranks(*ranks_, values) : values;
+  }
   void bound_workspace(int64_t) override {}
   int64_t communicated_bytes_per_step() const override { return 0; }
   int64_t workspace_bytes() const override { return 0; }
@@ -146,6 +155,7 @@ class LocalDistributor final : public Distributor {
   }
 
  private:
+  const DistributedContext* ranks_;
   ParameterWriter writer_;
 };
 
@@ -181,7 +191,7 @@ class ExchangeDistributor final : public Distributor {
     at::Tensor agreed;
     {
       ScopedPhase phase(profile, Phase::Communication);
-      agreed = exchange_->maximum(agreement_values()).cpu();
+      agreed = distributed::maximum_over_ranks(context_, agreement_values()).cpu();
     }
     settle(agreed, has_grad);
     average_gradients(params, has_grad, profile);
@@ -191,9 +201,10 @@ class ExchangeDistributor final : public Distributor {
   // The step's first call carries a pending agreement: one all-reduce for both, and
   // its part read back at once (the decision is read back right after anyway).
   at::Tensor maximum_over_ranks(const at::Tensor& values) override {
-    if (!agreement_) return exchange_->maximum(values);
+    if (!agreement_) return distributed::maximum_over_ranks(context_, values);
     const auto count = values.numel();
-    const auto decided = exchange_->maximum(at::cat({values.to(at::kFloat).reshape(-1), agreement_values()}));
+    const auto decided =
+        distributed::maximum_over_ranks(context_, at::cat({values.to(at::kFloat).reshape(-1), agreement_values()}));
     std::vector<bool> has_grad = agreement_->has_grad;
     settle(decided.narrow(0, count, decided.numel() - count).cpu(), has_grad);
     return decided.narrow(0, 0, count).view(values.sizes());
@@ -268,7 +279,7 @@ class ExchangeDistributor final : public Distributor {
   // workspace bound of all ranks, which sets the rounds of this step's exchanges:
   // the mask, its negation (max and −min: replicated gradients must agree, and a
   // parameter some rank lacks is an error there) and −bound (none as −FLT_MAX), for
-  // one all-reduce (ShareExchange::maximum).
+  // one all-reduce (distributed::maximum_over_ranks).
   struct Agreement {
     const std::vector<at::Tensor>* params;
     std::vector<bool> has_grad;
@@ -408,12 +419,16 @@ class ExchangeDistributor final : public Distributor {
 
 }  // namespace
 
+bool splits_blocks(const DistributedContext* context) {
+  return context != nullptr && context->world_size() > 1 &&
+         context->options().scheme() != DistributionScheme::LocalShards;
+}
+
 std::unique_ptr<Distributor> make_distributor(const DistributedContext* context, blocking::StackPlan& plan,
     const std::vector<blocking::GroupBlocking>& blocking, const at::TensorOptions& options) {
-  if (context != nullptr && context->world_size() > 1) {
-    return std::make_unique<ExchangeDistributor>(*context, plan, blocking, options);
-  }
-  return std::make_unique<LocalDistributor>();
+  if (splits_blocks(context)) return std::make_unique<ExchangeDistributor>(*context, plan, blocking, options);
+  const bool ranks = context != nullptr && context->world_size() > 1;
+  return std::make_unique<LocalDistributor>(ranks ? context : nullptr);
 }
 
 }  // namespace dash::optim

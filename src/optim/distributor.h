@@ -7,7 +7,9 @@
 // parameters. A rank of a distributed optimizer computes its share of the blocks
 // (distributed/work_split.h), under DistributionScheme::Zero from gradients
 // averaged over the ranks first, and all-gathers the others' updates
-// (distributed/share_exchange.h). The engine runs the same step either way. To add
+// (distributed/share_exchange.h); under LocalShards it computes every block of its
+// own parameters, as one process, deciding alike with the others. The engine runs
+// the same step either way. To add
 // a scheme: a class in distributor.cpp, its case in make_distributor(), and its
 // instance in tests/distributed/test_distributor_contract.cpp.
 
@@ -93,6 +95,11 @@ class Distributor {
   virtual void finish_updates(const StepWrite& step, const at::Tensor& adamw_update,
       const std::vector<int64_t>& segment_offsets, PhaseProfile& profile) = 0;
 };
+
+/// Whether the ranks of `context` split one set of blocks between them (Replicated,
+/// Zero), rather than each computing every block of parameters of its own
+/// (LocalShards, or one process).
+bool splits_blocks(const DistributedContext* context);
 
 /// The distributor for `context` (null or a single rank: one process). Replaces
 /// `plan` by the blocks this process computes; `blocking` are the groups' settings.

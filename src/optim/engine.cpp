@@ -185,8 +185,8 @@ void check_parameters(const std::vector<torch::optim::OptimizerParamGroup>& grou
       TORCH_CHECK(!param.unsafeGetTensorImpl()->is_python_dispatch(), "dash::Dash: a parameter of shape ",
           param.sizes(),
           " is a tensor subclass with its own dispatch (a DTensor of FSDP2's fully_shard or of tensor "
-          "parallelism, say); dash takes plain tensors. To shard the optimizer's work and state over ranks, "
-          "use data parallelism with the zero distribution scheme (docs/python.md, \"Distributed\")");
+          "parallelism, say); dash's C++ takes plain tensors: the local shards of parameters that FSDP shards "
+          "(Python's dash.Dash passes them, docs/python.md \"FSDP\"), or whole parameters");
       if (first_param == nullptr) first_param = &param;
       TORCH_CHECK(param.device() == first_param->device(), "dash::Dash: all parameters must be on one device, got ",
           first_param->device(), " and ", param.device());

@@ -11,6 +11,7 @@
 #include <dash/distributed.h>
 
 #include "distributed/work_split.h"
+#include "optim/distributor.h"
 #include "optim/state_rows.h"
 
 #include <ATen/ATen.h>
@@ -83,9 +84,9 @@ void copy_entry(at::Tensor into, const at::Tensor& saved, size_t param, const st
 
 std::vector<std::vector<int64_t>> Engine::own_block_numbers() const {
   const auto numbers = blocking::parameter_block_numbers(whole_plan_);
-  const int64_t world = distributed_ ? distributed_->world_size() : 1;
-  const auto origin = distributed::rank_origin(
-      whole_plan_, distributed::split_work(whole_plan_, world), distributed_ ? distributed_->rank() : 0);
+  const bool split = splits_blocks(distributed_.get());
+  const auto origin = distributed::rank_origin(whole_plan_,
+      distributed::split_work(whole_plan_, split ? distributed_->world_size() : 1), split ? distributed_->rank() : 0);
   std::vector<std::vector<int64_t>> own(origin.stacks.size());
   for (size_t s = 0; s < origin.stacks.size(); ++s) {
     for (const auto block : origin.blocks[s]) own[s].push_back(numbers[origin.stacks[s]][block]);

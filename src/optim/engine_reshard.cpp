@@ -9,6 +9,7 @@
 #include <dash/distributed.h>
 
 #include "distributed/work_split.h"
+#include "optim/distributor.h"
 #include "optim/state_rows.h"
 
 #include <ATen/ATen.h>
@@ -172,6 +173,9 @@ void Engine::load_resharded(std::vector<torch::serialize::InputArchive>& archive
     const std::vector<torch::optim::OptimizerParamGroup>& groups) {
   TORCH_INTERNAL_ASSERT(steps_taken_ == 0, "Engine::load_resharded: into a fresh engine only");
   TORCH_CHECK(!archives.empty(), "dash::Dash: no checkpoint shards to load");
+  TORCH_CHECK(!distributed_ || distributed_->world_size() == 1 || splits_blocks(distributed_.get()),
+      "dash::Dash: ranks of local shards (DistributionScheme::LocalShards) hold the state of parameters of their own; "
+      "each loads its own checkpoint (load(), on the same ranks and shards)");
   const auto old_world = static_cast<int64_t>(archives.size());
   std::vector<Shard> shards(archives.size());
   for (int64_t r = 0; r < old_world; ++r) {

@@ -185,8 +185,12 @@ void bind_optimizer(py::module_& module) {
                         const std::string& communication_dtype, const std::string& scheme) {
         std::vector<torch::optim::OptimizerParamGroup> param_groups;
         for (const auto& [params, options] : groups) param_groups.push_back(param_group(params, options));
-        return std::make_unique<Dash>(std::move(param_groups), DashOptions(),
-            distributed_context(process_group, device_type, communication_dtype, scheme));
+        auto context = distributed_context(process_group, device_type, communication_dtype, scheme);
+        // Construction runs a collective (the ranks' agreement): without the GIL, as
+        // step() does, so that a collective in flight whose completion runs Python
+        // (DTensor's) can finish.
+        py::gil_scoped_release release;
+        return std::make_unique<Dash>(std::move(param_groups), DashOptions(), std::move(context));
       }),
           py::arg("groups"), py::arg("process_group") = py::none(), py::arg("device_type") = "cpu",
           py::arg("communication_dtype") = "fp32", py::arg("scheme") = "replicated")

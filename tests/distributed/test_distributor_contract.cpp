@@ -6,8 +6,9 @@
 //   average is rounded as the reference's stack(...).sum(0) / n is;
 // - so on ragged blocks, within a workspace limit and without, and with ranks that
 //   own no block at all;
-// - a parameter that some rank has no gradient for is averaged with zeros (Zero) or
-//   refused on every rank (Replicated, whose gradients must agree);
+// - a parameter that some rank has no gradient for is averaged with zeros (Zero),
+//   refused on every rank (Replicated, whose gradients must agree) or left as it was
+//   on that rank (LocalShards, whose ranks step parameters of their own);
 // - the ranks decide a step alike: a root failure limit reached on one rank's
 //   factors, or a non-finite gradient that only one rank holds, stops or skips the
 //   step on every rank;
@@ -26,6 +27,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <limits>
 #include <mutex>
@@ -156,6 +158,13 @@ TEST_P(DistributorContract, AParameterWithoutAGradientOnOneRank) {
     expect_bitwise(on_ranks(scheme(), ranks(), run), one_process(run, ranks()));
     return;
   }
+  if (scheme() == DistributionScheme::LocalShards) {
+    const auto results = on_ranks(scheme(), ranks(), run);
+    const auto initial = testing::distributed_problem_parameters(false)[2];
+    EXPECT_TRUE(at::equal(results[1][2], initial)) << "rank 1 had no gradient for it";
+    EXPECT_FALSE(at::equal(results[0][2], initial)) << "rank 0 had one";
+    return;
+  }
   std::mutex mutex;
   std::vector<std::string> errors;
   testing::on_gloo_ranks(
@@ -203,6 +212,7 @@ TEST_P(DistributorContract, AFailedCollectiveLeavesTheParametersAsTheyWere) {
 TEST_P(DistributorContract, RanksWithDifferentWorkspaceBudgetsExchangeInTheSameRounds) {
   DASH_SKIP_WITHOUT_GLOO();
   if (ranks() < 2) GTEST_SKIP() << "one rank";
+  if (scheme() == DistributionScheme::LocalShards) GTEST_SKIP() << "nothing is exchanged";
   std::vector<std::vector<at::Tensor>> results(static_cast<size_t>(ranks()));
   testing::on_gloo_ranks(ranks(), DistributedOptions().scheme(scheme()).timeout(std::chrono::seconds(20)),
       [&](int64_t rank, DistributedContext& context) {
@@ -232,7 +242,8 @@ TEST_P(DistributorContract, RanksWithDifferentWorkspaceBudgetsExchangeInTheSameR
 }
 
 // Dash::parameter_state on ranks: each rank shows its own blocks only, and over the
-// ranks every block of every parameter is shown once.
+// ranks every block of every parameter is shown once (LocalShards: each rank's
+// parameters are its own, all of their blocks shown on it).
 TEST_P(DistributorContract, EachRankShowsTheStateOfTheBlocksItOwns) {
   DASH_SKIP_WITHOUT_GLOO();
   auto count_blocks = [](const Dash& optimizer, size_t param) {
@@ -254,26 +265,31 @@ TEST_P(DistributorContract, EachRankShowsTheStateOfTheBlocksItOwns) {
     const std::lock_guard<std::mutex> lock(mutex);
     for (size_t i = 0; i < own.size(); ++i) shown[i] += count_blocks(optimizer, i);
   });
+  if (scheme() == DistributionScheme::LocalShards) {
+    for (auto& count : expected) count *= ranks();
+  }
   EXPECT_EQ(shown, expected);
   EXPECT_GT(expected[0], 1);
 }
 
 // A 4 × 4 parameter with zero gradients (its roots fail at ε = 0) and an 8 × 8 one
-// with a full-rank gradient: each rank owns one of the two blocks.
+// with a full-rank gradient: each rank owns one of the two blocks. (LocalShards:
+// each rank owns both of its own; rank 1's 4 × 4 gradient is full rank too.)
 TEST_P(DistributorContract, ARootFailureLimitReachedOnOneRankStopsEveryRank) {
   DASH_SKIP_WITHOUT_GLOO();
   if (ranks() != 2) GTEST_SKIP() << "two blocks for two ranks";
   std::mutex mutex;
   std::vector<std::string> errors;
   std::vector<bool> unchanged;
-  testing::on_gloo_ranks(2, DistributedOptions().scheme(scheme()), [&](int64_t, DistributedContext& context) {
+  testing::on_gloo_ranks(2, DistributedOptions().scheme(scheme()), [&](int64_t rank, DistributedContext& context) {
     std::vector<at::Tensor> params{at::ones({4, 4}).set_requires_grad(true), at::ones({8, 8}).set_requires_grad(true)};
+    const bool failing = scheme() != DistributionScheme::LocalShards || rank == 0;
     auto options = DashOptions(0.1).block_size(8).start_step(1).root_frequency(1).max_consecutive_root_failures(2);
     options.root().method(RootMethod::EVD).epsilon(0.0);
     Dash optimizer(
         params, options, std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
     auto set_gradients = [&] {
-      params[0].mutable_grad() = at::zeros({4, 4});
+      params[0].mutable_grad() = failing ? at::zeros({4, 4}) : at::eye(4) + 0.1 * at::ones({4, 4});
       params[1].mutable_grad() = at::eye(8) + 0.1 * at::ones({8, 8});  // full rank: its roots succeed
     };
     for (int t = 0; t < 2; ++t) {
@@ -297,10 +313,11 @@ TEST_P(DistributorContract, ARootFailureLimitReachedOnOneRankStopsEveryRank) {
   EXPECT_EQ(naming, 1) << "the rank that owns the failing factors names them";
 }
 
-// Under Zero only one rank may hold the NaN: every rank skips (or, by default, raises).
+// Under Zero and LocalShards only one rank may hold the NaN: every rank skips (or, by
+// default, raises).
 TEST_P(DistributorContract, ANonFiniteGradientOnOneRankSkipsTheStepOnEveryRank) {
   DASH_SKIP_WITHOUT_GLOO();
-  if (scheme() != DistributionScheme::Zero) GTEST_SKIP() << "replicated gradients are the same on every rank";
+  if (scheme() == DistributionScheme::Replicated) GTEST_SKIP() << "replicated gradients are the same on every rank";
   for (const auto policy : {NonFiniteGradients::SkipStep, NonFiniteGradients::Error}) {
     std::mutex mutex;
     std::vector<std::string> errors;
@@ -340,7 +357,7 @@ TEST_P(DistributorContract, ANonFiniteGradientOnOneRankSkipsTheStepOnEveryRank) 
 // took the strictest group's policy and raised alone).
 TEST_P(DistributorContract, RanksThatDoNotSeeTheNanFollowTheGroupOfTheRankThatDoes) {
   DASH_SKIP_WITHOUT_GLOO();
-  if (scheme() != DistributionScheme::Zero) GTEST_SKIP() << "replicated gradients are the same on every rank";
+  if (scheme() == DistributionScheme::Replicated) GTEST_SKIP() << "replicated gradients are the same on every rank";
   std::mutex mutex;
   std::vector<std::string> errors;
   testing::on_gloo_ranks(
@@ -365,11 +382,69 @@ TEST_P(DistributorContract, RanksThatDoNotSeeTheNanFollowTheGroupOfTheRankThatDo
 
 const auto kSchemes =
     ::testing::Values(Case{DistributionScheme::Replicated, 1}, Case{DistributionScheme::Replicated, 2},
-        Case{DistributionScheme::Replicated, 3}, Case{DistributionScheme::Zero, 2}, Case{DistributionScheme::Zero, 3});
+        Case{DistributionScheme::Replicated, 3}, Case{DistributionScheme::Zero, 2}, Case{DistributionScheme::Zero, 3},
+        Case{DistributionScheme::LocalShards, 2}, Case{DistributionScheme::LocalShards, 3});
 
 INSTANTIATE_TEST_SUITE_P(Schemes, DistributorContract, kSchemes, [](const auto& info) {
   return to_string(std::get<0>(info.param)) + "_" + std::to_string(std::get<1>(info.param)) + "_ranks";
 });
+
+// LocalShards as FSDP2 shards parameters: rank r holds rows [r·c, (r + 1)·c) of each
+// (c = ⌈rows / ranks⌉, so the last shards are shorter or empty) and that part of the
+// average gradient. Each rank ends bitwise where one process stepping its own shards
+// ends, although the ranks' shapes differ.
+std::vector<at::Tensor> row_shards(const std::vector<at::Tensor>& full, int64_t rank, int64_t ranks) {
+  std::vector<at::Tensor> shards;
+  for (const auto& tensor : full) {
+    const auto rows = tensor.dim() == 0 ? int64_t{1} : tensor.size(0);
+    const auto per_rank = (rows + ranks - 1) / ranks;
+    const auto begin = std::min(rows, rank * per_rank);
+    const auto shard = tensor.dim() == 0 ? tensor.view({1}) : tensor;
+    shards.push_back(shard.narrow(0, begin, std::min(rows, begin + per_rank) - begin).detach().clone());
+  }
+  return shards;
+}
+
+TEST(LocalShards, RanksWithShardsOfTheirOwnShapesEachStepAsOneProcess) {
+  DASH_SKIP_WITHOUT_GLOO();
+  constexpr int64_t kRanks = 3;
+  const auto initial = testing::distributed_problem_parameters(false);
+  // Made before the ranks start: making them sets the gradients of `initial`.
+  std::vector<std::vector<std::vector<at::Tensor>>> gradients(testing::kDistributedProblemSteps);
+  for (int64_t step = 0; step < testing::kDistributedProblemSteps; ++step) {
+    const auto average = average_gradients(initial, step, kRanks, -1);
+    for (int64_t rank = 0; rank < kRanks; ++rank) gradients[step].push_back(row_shards(average, rank, kRanks));
+  }
+  auto run = [&](Dash& optimizer, std::vector<at::Tensor>& shards, int64_t rank) {
+    for (int64_t step = 0; step < testing::kDistributedProblemSteps; ++step) {
+      const auto& grads = gradients[step][rank];
+      for (size_t i = 0; i < shards.size(); ++i) shards[i].mutable_grad() = grads[i];
+      optimizer.step();
+    }
+  };
+  std::vector<std::vector<at::Tensor>> on_ranks(kRanks), alone(kRanks);
+  testing::on_gloo_ranks(kRanks, DistributedOptions().scheme(DistributionScheme::LocalShards),
+      [&](int64_t rank, DistributedContext& context) {
+        auto shards = row_shards(initial, rank, kRanks);
+        for (auto& shard : shards) shard.set_requires_grad(true);
+        Dash optimizer(shards, testing::distributed_problem_options(),
+            std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
+        run(optimizer, shards, rank);
+        on_ranks[rank] = shards;
+      });
+  for (int64_t rank = 0; rank < kRanks; ++rank) {
+    auto shards = row_shards(initial, rank, kRanks);
+    for (auto& shard : shards) shard.set_requires_grad(true);
+    Dash optimizer(shards, testing::distributed_problem_options());
+    run(optimizer, shards, rank);
+    alone[rank] = shards;
+  }
+  ASSERT_EQ(on_ranks[2][0].size(0), 70 - 2 * 24) << "an uneven last shard";
+  expect_bitwise({on_ranks[0]}, alone[0]);
+  expect_bitwise({on_ranks[1]}, alone[1]);
+  expect_bitwise({on_ranks[2]}, alone[2]);
+  EXPECT_FALSE(at::equal(on_ranks[0][0], row_shards(initial, 0, kRanks)[0])) << "the run moved the parameters";
+}
 
 }  // namespace
 }  // namespace dash

@@ -2,9 +2,12 @@
 // threads of this process (Gloo over loopback, meeting at an in-memory store):
 // every rank ends with every rank's updates, 16-bit exchange rounds exactly as a
 // cast does, the gradients of a share are the ranks' average, the decision's
-// maximum counts NaN as +inf, and the byte count is the padded buffers'.
+// maximum (distributed/rank_maximum.h) counts NaN as +inf, and the byte count is
+// the padded buffers'.
 
 #include "distributed/share_exchange.h"
+
+#include "distributed/rank_maximum.h"
 
 #include "support/error_message.h"
 #include "support/gloo_skip.h"
@@ -138,9 +141,8 @@ TEST(ShareExchange, TheDecisionIsTheMaximumOverRanksWithNanAsInfinity) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<at::Tensor> decided(2);
   on_two_ranks({}, [&](int64_t rank, DistributedContext& context) {
-    ShareExchange exchange(context, kShare, false, at::kCPU);
     const auto mine = rank == 0 ? at::tensor({1.0, -2.0, nan}, at::kFloat) : at::tensor({3.0, -5.0, 0.0}, at::kFloat);
-    decided[rank] = exchange.maximum(mine);
+    decided[rank] = maximum_over_ranks(context, mine);
   });
   const auto infinity = std::numeric_limits<float>::infinity();
   for (int64_t rank = 0; rank < 2; ++rank) {
