@@ -21,10 +21,13 @@ at::ScalarType scalar_type(CommunicationDtype dtype) {
 }  // namespace
 
 ShareExchange::ShareExchange(
-    const DistributedContext& context, int64_t share_numel, bool gradients, const at::Device& device)
-    : context_(context), dtype_(scalar_type(context.options().communication_dtype())), gradients_(gradients) {
+    const DistributedContext& context, int64_t share_numel, bool gradients, const at::Device& device, bool own_share)
+    : context_(context),
+      dtype_(scalar_type(context.options().communication_dtype())),
+      device_(device),
+      gradients_(gradients) {
   TORCH_CHECK(share_numel >= 0, "dash: a share of ", share_numel, " elements");
-  own_updates_ = at::empty({share_numel}, at::TensorOptions().dtype(dtype_).device(device));
+  if (own_share) own_updates_ = at::empty({share_numel}, at::TensorOptions().dtype(dtype_).device(device));
 }
 
 void ShareExchange::set_round_numel(int64_t round_numel) {
@@ -33,7 +36,7 @@ void ShareExchange::set_round_numel(int64_t round_numel) {
   if (round == round_) return;
   round_ = round;
   const auto world = context_.world_size();
-  const auto words = own_updates_.options().dtype(at::kInt);
+  const auto words = at::TensorOptions().dtype(at::kInt).device(device_);
   send_words_ = at::empty({round_ / per_word}, words);
   receive_words_all_ = at::empty({world * round_ / per_word}, words);
   receive_words_.clear();
@@ -63,10 +66,16 @@ void ShareExchange::wait(const c10::intrusive_ptr<c10d::Work>& work, const char*
 }
 
 void ShareExchange::all_gather_updates(int64_t begin, int64_t end) {
+  TORCH_CHECK(own_updates_.defined(), "dash: this exchange keeps no share of its own; fill send_buffer()");
   TORCH_CHECK(0 <= begin && begin <= end && end - begin <= round_ && end <= own_updates_.numel(),
       "dash: the update round [", begin, ", ", end, ") does not fit a share of ", own_updates_.numel(),
       " in rounds of ", round_);
   send_values_.narrow(0, 0, end - begin).copy_(own_updates_.narrow(0, begin, end - begin));
+  all_gather_round();
+}
+
+void ShareExchange::all_gather_round() {
+  TORCH_CHECK(round_ > 0, "dash: the exchange's rounds are not set");
   std::vector<at::Tensor> inputs{send_words_};
   std::vector<std::vector<at::Tensor>> outputs{receive_words_};
   wait(context_.group().allgather(outputs, inputs), "all-gather of the updates");
@@ -87,7 +96,7 @@ at::Tensor ShareExchange::average_gradients() {
 }
 
 int64_t ShareExchange::buffer_bytes() const {
-  int64_t bytes = own_updates_.nbytes();
+  int64_t bytes = own_updates_.defined() ? static_cast<int64_t>(own_updates_.nbytes()) : 0;
   for (const auto& tensor : round_buffers_) bytes += tensor.numel() * static_cast<int64_t>(tensor.element_size());
   return bytes;
 }

@@ -19,18 +19,26 @@ namespace dash::distributed {
 class ShareExchange {
  public:
   /// `share_numel`: this rank's share. `gradients`: also keeps the buffers of
-  /// average_gradients(). Call set_round_numel() before the first round.
-  ShareExchange(const DistributedContext& context, int64_t share_numel, bool gradients, const at::Device& device);
+  /// average_gradients(). `own_share`: keeps own_updates(), the whole share; without
+  /// it each round's range is written into send_buffer() instead. Call
+  /// set_round_numel() before the first round.
+  ShareExchange(const DistributedContext& context, int64_t share_numel, bool gradients, const at::Device& device,
+      bool own_share = true);
 
   /// Makes the buffers of rounds of `round_numel` elements per rank (none when unchanged).
   void set_round_numel(int64_t round_numel);
 
   /// This rank's updates, in the communication dtype (rounded as they are written),
-  /// to be filled before the rounds of all_gather_updates().
+  /// to be filled before the rounds of all_gather_updates() (with own_share only).
   const at::Tensor& own_updates() const { return own_updates_; }
   /// One round: gives every rank every rank's [begin, end) of own_updates() (its own
   /// range; at most the round size); afterwards updates_of(r) holds rank r's.
   void all_gather_updates(int64_t begin, int64_t end);
+  /// The next round's send buffer, (round,) in the communication dtype: this rank's
+  /// range written from its start, then all_gather_round().
+  const at::Tensor& send_buffer() const { return send_values_; }
+  /// One round from send_buffer(); afterwards updates_of(r) holds rank r's range.
+  void all_gather_round();
   /// Rank r's range of the last round, from its start (round size elements), in the
   /// communication dtype.
   at::Tensor updates_of(int64_t rank) const;
@@ -54,8 +62,9 @@ class ShareExchange {
 
   const DistributedContext& context_;
   at::ScalarType dtype_;
+  at::Device device_;
   bool gradients_ = false;
-  at::Tensor own_updates_;  ///< (share,) in the communication dtype
+  at::Tensor own_updates_;  ///< (share,) in the communication dtype; undefined without own_share
   int64_t round_ = 0;       ///< elements per rank per round, padded to whole 32-bit words
   // The round buffers are int32 words viewed as the communication dtype: an
   // all-gather only copies bits, and every backend moves int32 (Gloo in LibTorch

@@ -112,6 +112,20 @@ void for_each_adamw_parameter(const StepWrite& step, const blocking::StackPlan& 
   }
 }
 
+// The AdamW updates of the parameters this process computes (one after another in
+// `adamw_update`, segment j from segment_offsets[j]) into those parameters, and the
+// end of `writer`'s step: every update this process computed is then in place.
+void finish_locally(ParameterWriter& writer, const StepWrite& step, const at::Tensor& adamw_update,
+    const std::vector<int64_t>& segment_offsets, PhaseProfile& profile) {
+  for_each_adamw_parameter(step, step.plan, [&](size_t j, int64_t i) {
+    const auto& slot = step.plan.parameters[i];
+    writer.add_parameter(step, i,
+        adamw_update.narrow(0, segment_offsets[j] + slot.offset - step.plan.adamw_segments[j].offset, slot.numel)
+            .view(step.params[i].sizes()));
+  });
+  writer.finish(step, profile);
+}
+
 // One process: every block's update straight into its parameter.
 class LocalDistributor final : public Distributor {
  public:
@@ -145,13 +159,7 @@ class LocalDistributor final : public Distributor {
 
   void finish_updates(const StepWrite& step, const at::Tensor& adamw_update,
       const std::vector<int64_t>& segment_offsets, PhaseProfile& profile) override {
-    for_each_adamw_parameter(step, step.plan, [&](size_t j, int64_t i) {
-      const auto& slot = step.plan.parameters[i];
-      writer_.add_parameter(step, i,
-          adamw_update.narrow(0, segment_offsets[j] + slot.offset - step.plan.adamw_segments[j].offset, slot.numel)
-              .view(step.params[i].sizes()));
-    });
-    writer_.finish(step, profile);
+    finish_locally(writer_, step, adamw_update, segment_offsets, profile);
   }
 
  private:
@@ -168,15 +176,18 @@ class LocalDistributor final : public Distributor {
 class ExchangeDistributor final : public Distributor {
  public:
   ExchangeDistributor(const DistributedContext& context, blocking::StackPlan& plan,
-      const std::vector<blocking::GroupBlocking>& blocking, const at::TensorOptions& options)
-      : context_(context), zero_(context.options().scheme() == DistributionScheme::Zero) {
+      const std::vector<blocking::GroupBlocking>& blocking, const at::TensorOptions& options, bool float32_parameters)
+      : context_(context),
+        zero_(context.options().scheme() == DistributionScheme::Zero),
+        sends_parameters_(float32_parameters && context.options().communication_dtype() == CommunicationDtype::FP32),
+        device_(options.device()) {
     const auto split = distributed::split_work(plan, context.world_size());
     for (int64_t rank = 0; rank < context.world_size(); ++rank) {
       rank_plans_.push_back(distributed::plan_for_rank(plan, split, rank, blocking));
       layouts_.push_back(distributed::share_layout(rank_plans_.back()));
     }
-    exchange_ =
-        std::make_unique<distributed::ShareExchange>(context, layouts_[context.rank()].numel, zero_, options.device());
+    exchange_ = std::make_unique<distributed::ShareExchange>(
+        context, layouts_[context.rank()].numel, zero_, options.device(), !sends_parameters_);
     use_bound(0);
     plan = rank_plans_[context.rank()];
   }
@@ -219,12 +230,22 @@ class ExchangeDistributor final : public Distributor {
   }
   int64_t workspace_bytes() const override { return exchange_->buffer_bytes(); }
 
-  void begin_updates(const StepWrite&) override { pending_.clear(); }
+  void begin_updates(const StepWrite& step) override {
+    pending_.clear();
+    if (sends_parameters_) writer_.begin(step);
+  }
 
-  // Each run of consecutive blocks is one slice of the share.
+  // Each run of consecutive blocks is one slice of the share; or, sending parameters,
+  // the blocks' updates go into this rank's parameters as in one process.
   void write_blocks(const StepWrite& step, size_t stack, const std::vector<int64_t>& blocks, const at::Tensor& updates,
       PhaseProfile& profile) override {
     ScopedPhase phase(profile, Phase::Copies);
+    if (sends_parameters_) {
+      for (const auto& piece : blocking::regions_of_blocks(step.plan.gradient_stacks[stack].regions, blocks)) {
+        writer_.add_region(step, piece, blocking::region_in_stack(updates, piece));
+      }
+      return;
+    }
     const auto share =
         distributed::stack_in_share(exchange_->own_updates(), layouts_[context_.rank()], step.plan, stack);
     for (size_t first = 0; first < blocks.size();) {
@@ -238,6 +259,10 @@ class ExchangeDistributor final : public Distributor {
   }
 
   void flush_updates(PhaseProfile& profile) override {
+    if (sends_parameters_) {
+      writer_.flush(profile);
+      return;
+    }
     ScopedPhase phase(profile, Phase::Copies);
     linalg::transfer_matrices(pending_, linalg::Transfer::Copy);
     pending_.clear();
@@ -245,6 +270,10 @@ class ExchangeDistributor final : public Distributor {
 
   void finish_updates(const StepWrite& step, const at::Tensor& adamw_update,
       const std::vector<int64_t>& segment_offsets, PhaseProfile& profile) override {
+    if (sends_parameters_) {
+      finish_by_parameters(step, adamw_update, segment_offsets, profile);
+      return;
+    }
     const auto& own = layouts_[context_.rank()];
     for (size_t j = 0; j < step.plan.adamw_segments.size(); ++j) {
       const auto numel = step.plan.adamw_segments[j].numel;
@@ -291,7 +320,7 @@ class ExchangeDistributor final : public Distributor {
     for (bool has : agreement_->has_grad) signs.push_back(has ? 1.0f : 0.0f);
     for (bool has : agreement_->has_grad) signs.push_back(has ? -1.0f : 0.0f);
     signs.push_back(requested_bound_ > 0 ? -static_cast<float>(requested_bound_) : kNoBound);
-    return at::tensor(signs, at::kFloat).to(exchange_->own_updates().device());
+    return at::tensor(signs, at::kFloat).to(device_);
   }
 
   // Applies the agreed values (on the host): under Zero a parameter some rank has a
@@ -328,6 +357,50 @@ class ExchangeDistributor final : public Distributor {
     rounds_ =
         distributed::share_rounds(rank_plans_, layouts_, bytes == 0 ? 0 : std::max<int64_t>(1, bytes / per_element));
     exchange_->set_round_numel(rounds_.numel);
+  }
+
+  // Float32 parameters and exchange: this rank's blocks and AdamW parameters are
+  // updated in place, as in one process, and each round all-gathers the new values of
+  // every rank's range, which the other ranks copy into their parameters. No share of
+  // the updates is kept (the values are exact in float32, bfloat16 parameters too).
+  void finish_by_parameters(const StepWrite& step, const at::Tensor& adamw_update,
+      const std::vector<int64_t>& segment_offsets, PhaseProfile& profile) {
+    finish_locally(writer_, step, adamw_update, segment_offsets, profile);
+    MatrixViews matrices(step.params.size());
+    auto pieces = [&](int64_t rank, size_t k, const at::Tensor& buffer, bool into_parameters) {
+      std::vector<linalg::ViewPair> pairs;
+      const auto& plan = rank_plans_[rank];
+      for_each_piece(
+          rank, k, buffer, step.has_grad,
+          [&](const blocking::BlockRegion& region, const at::Tensor& values) {
+            auto parameter =
+                blocking::region_in_matrix(matrices.of(step.params[region.param], plan, region.param), region);
+            pairs.push_back(
+                into_parameters ? linalg::ViewPair{parameter, values} : linalg::ViewPair{values, parameter});
+          },
+          [&](int64_t param, const at::Tensor& values) {
+            const auto parameter = step.params[param].view(-1);
+            pairs.push_back(
+                into_parameters ? linalg::ViewPair{parameter, values} : linalg::ViewPair{values, parameter});
+          });
+      linalg::transfer_matrices(pairs, linalg::Transfer::Copy);
+    };
+    for (size_t k = 0; k < rounds_.ranges.size(); ++k) {
+      {
+        ScopedPhase phase(profile, Phase::Copies);
+        pieces(context_.rank(), k, exchange_->send_buffer(), false);
+      }
+      {
+        ScopedPhase phase(profile, Phase::Communication);
+        exchange_->all_gather_round();
+      }
+      ScopedPhase phase(profile, Phase::Copies);
+      for (int64_t rank = 0; rank < context_.world_size(); ++rank) {
+        if (rank != context_.rank()) pieces(rank, k, exchange_->updates_of(rank), true);
+      }
+    }
+    ScopedPhase phase(profile, Phase::Copies);
+    matrices.write_back(step.params);
   }
 
   // Round by round: every rank's gradients of every rank's range into the
@@ -406,6 +479,8 @@ class ExchangeDistributor final : public Distributor {
 
   const DistributedContext& context_;
   bool zero_ = false;
+  bool sends_parameters_ = false;  ///< the parameters' new values, rather than the updates
+  at::Device device_;
   std::vector<blocking::StackPlan> rank_plans_;  ///< every rank's blocks, to read its share
   std::vector<distributed::ShareLayout> layouts_;
   std::unique_ptr<distributed::ShareExchange> exchange_;
@@ -425,8 +500,10 @@ bool splits_blocks(const DistributedContext* context) {
 }
 
 std::unique_ptr<Distributor> make_distributor(const DistributedContext* context, blocking::StackPlan& plan,
-    const std::vector<blocking::GroupBlocking>& blocking, const at::TensorOptions& options) {
-  if (splits_blocks(context)) return std::make_unique<ExchangeDistributor>(*context, plan, blocking, options);
+    const std::vector<blocking::GroupBlocking>& blocking, const at::TensorOptions& options, bool float32_parameters) {
+  if (splits_blocks(context)) {
+    return std::make_unique<ExchangeDistributor>(*context, plan, blocking, options, float32_parameters);
+  }
   const bool ranks = context != nullptr && context->world_size() > 1;
   return std::make_unique<LocalDistributor>(ranks ? context : nullptr);
 }

@@ -89,9 +89,11 @@ class Distributor {
 
   /// Ends the step: the AdamW segments' updates (one after another in
   /// `adamw_update`, segment j from segment_offsets[j]) and what the scheme does once
-  /// every block is in (a rank of several all-gathers, then updates every
-  /// parameter the same way one process does; no parameter changes before the first
-  /// round's collective has succeeded, and in one round before all have).
+  /// every block is in (a rank of several all-gathers, so that every parameter ends
+  /// as one process leaves it: the new values of the ranks' blocks where they are
+  /// exact in float32, which the owning ranks updated in place; else the updates,
+  /// and then no parameter changes before the first round's collective has
+  /// succeeded, nor in one round before all have).
   virtual void finish_updates(const StepWrite& step, const at::Tensor& adamw_update,
       const std::vector<int64_t>& segment_offsets, PhaseProfile& profile) = 0;
 };
@@ -103,7 +105,10 @@ bool splits_blocks(const DistributedContext* context);
 
 /// The distributor for `context` (null or a single rank: one process). Replaces
 /// `plan` by the blocks this process computes; `blocking` are the groups' settings.
+/// `float32_parameters`: every parameter is float32 or bfloat16, so that a float32
+/// exchange may carry the parameters' new values exactly (no share of the updates
+/// is then kept); else the updates travel.
 std::unique_ptr<Distributor> make_distributor(const DistributedContext* context, blocking::StackPlan& plan,
-    const std::vector<blocking::GroupBlocking>& blocking, const at::TensorOptions& options);
+    const std::vector<blocking::GroupBlocking>& blocking, const at::TensorOptions& options, bool float32_parameters);
 
 }  // namespace dash::optim

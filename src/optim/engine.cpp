@@ -224,7 +224,10 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
   if (params_.empty()) return;
   const auto to = at::TensorOptions().dtype(at::kFloat).device(params_.front().device());
   factor_resets_total_ = at::zeros({}, to.dtype(at::kLong));
-  distributor_ = make_distributor(distributed_.get(), plan_, blocking, to);
+  const bool float32_parameters = std::all_of(params_.begin(), params_.end(), [](const at::Tensor& param) {
+    return param.scalar_type() == at::kFloat || param.scalar_type() == at::kBFloat16;
+  });
+  distributor_ = make_distributor(distributed_.get(), plan_, blocking, to, float32_parameters);
   block_numbers_ = own_block_numbers();
   // Which parameters' gradients this process reads: all of a parameter's blocks (or
   // its AdamW segment), some of its blocks (a rank of several), or none.

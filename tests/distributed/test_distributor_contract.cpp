@@ -4,8 +4,9 @@
 // - after ten steps the parameters are those of one process given the ranks'
 //   average gradient, bitwise: per block the arithmetic is one process's, and the
 //   average is rounded as the reference's stack(...).sum(0) / n is;
-// - so on ragged blocks, within a workspace limit and without, and with ranks that
-//   own no block at all;
+// - so on ragged blocks, within a workspace limit and without, with ranks that own
+//   no block at all, and with float64 parameters (whose updates travel, rather than
+//   the new values; not under Zero, which averages float32 copies of the gradients);
 // - a parameter that some rank has no gradient for is averaged with zeros (Zero),
 //   refused on every rank (Replicated, whose gradients must agree) or left as it was
 //   on that rank (LocalShards, whose ranks step parameters of their own);
@@ -73,10 +74,20 @@ struct Problem {
   bool tiny = false;
   double workspace_limit = DashOptions().workspace_limit();
   int64_t missing = -1;
+  /// float64: the ranks exchange the updates (float32 values would round the
+  /// parameters), not the parameters' new values.
+  at::ScalarType dtype = at::kFloat;
+
+  std::vector<at::Tensor> parameters() const {
+    auto params = testing::distributed_problem_parameters(tiny);
+    if (dtype == at::kFloat) return params;
+    for (auto& param : params) param = param.detach().to(dtype).set_requires_grad(true);
+    return params;
+  }
 };
 
 std::vector<at::Tensor> one_process(const Problem& run, int64_t ranks) {
-  auto params = testing::distributed_problem_parameters(run.tiny);
+  auto params = run.parameters();
   Dash optimizer(params, testing::distributed_problem_options().workspace_limit(run.workspace_limit));
   for (int64_t step = 0; step < testing::kDistributedProblemSteps; ++step) {
     const auto average = average_gradients(params, step, ranks, run.missing);
@@ -93,7 +104,7 @@ std::vector<at::Tensor> one_process(const Problem& run, int64_t ranks) {
 std::vector<std::vector<at::Tensor>> on_ranks(DistributionScheme scheme, int64_t ranks, const Problem& run) {
   std::vector<std::vector<at::Tensor>> results(static_cast<size_t>(ranks));
   testing::on_gloo_ranks(ranks, DistributedOptions().scheme(scheme), [&](int64_t rank, DistributedContext& context) {
-    auto params = testing::distributed_problem_parameters(run.tiny);
+    auto params = run.parameters();
     Dash optimizer(params, testing::distributed_problem_options().workspace_limit(run.workspace_limit),
         std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
     for (int64_t step = 0; step < testing::kDistributedProblemSteps; ++step) {
@@ -139,6 +150,20 @@ TEST_P(DistributorContract, RanksEqualOneProcessOnTheAverageGradient) {
     expect_bitwise(on_ranks(scheme(), ranks(), run), reference);
     // The run moved the parameters: the comparison is not of untouched values.
     EXPECT_FALSE(at::equal(reference[0], testing::distributed_problem_parameters(false)[0]));
+  }
+}
+
+TEST_P(DistributorContract, Float64ParametersEqualOneProcessOnTheAverageGradient) {
+  DASH_SKIP_WITHOUT_GLOO();
+  // Zero averages float32 copies of the ranks' gradients (its all-to-all is float32),
+  // where one process rounds their float64 average: the last bits differ.
+  if (scheme() == DistributionScheme::Zero) GTEST_SKIP() << "float32 gradient exchange";
+  for (const double limit : {DashOptions().workspace_limit(), 1.0}) {
+    SCOPED_TRACE("workspace_limit " + std::to_string(limit));
+    Problem run;
+    run.dtype = at::kDouble;
+    run.workspace_limit = limit;
+    expect_bitwise(on_ranks(scheme(), ranks(), run), one_process(run, ranks()));
   }
 }
 

@@ -136,6 +136,31 @@ TEST(ShareExchange, UpdatesTravelInRounds) {
   }
 }
 
+// Without a share of its own (the ranks send their parameters' new values): each
+// round is written into the send buffer, and only the round buffers are kept.
+TEST(ShareExchange, RoundsFromTheSendBufferKeepNoShare) {
+  DASH_SKIP_WITHOUT_GLOO();
+  std::vector<at::Tensor> received(2);
+  std::vector<int64_t> buffers(2);
+  on_two_ranks({}, [&](int64_t rank, DistributedContext& context) {
+    ShareExchange exchange(context, kShare, false, at::kCPU, /*own_share=*/false);
+    exchange.set_round_numel(2);
+    EXPECT_FALSE(exchange.own_updates().defined());
+    received[rank] = at::empty({kShare}, at::kFloat);
+    for (int64_t begin = 0; begin < kShare; begin += 2) {
+      const auto count = std::min<int64_t>(2, kShare - begin);
+      exchange.send_buffer().narrow(0, 0, count).copy_(updates_of_rank(rank).narrow(0, begin, count));
+      exchange.all_gather_round();
+      received[rank].narrow(0, begin, count).copy_(exchange.updates_of(1 - rank).narrow(0, 0, count));
+    }
+    buffers[rank] = exchange.buffer_bytes();
+  });
+  for (int64_t rank = 0; rank < 2; ++rank) {
+    EXPECT_TRUE(at::equal(received[rank], updates_of_rank(1 - rank))) << "rank " << rank;
+    EXPECT_EQ(buffers[rank], 4 * (2 + 2 * 2)) << "one round's send and receive buffers";
+  }
+}
+
 TEST(ShareExchange, TheDecisionIsTheMaximumOverRanksWithNanAsInfinity) {
   DASH_SKIP_WITHOUT_GLOO();
   const double nan = std::numeric_limits<double>::quiet_NaN();
