@@ -77,14 +77,28 @@ class LocalShards:
         parameter are of different shards, so each must be saved (and loaded) apart."""
         return f"rank{self.rank}of{self.world_size}." if self.world_size > 1 else ""
 
+    def same_world(self, entries: Dict[str, Any]) -> bool:
+        """Whether a parameter's saved entries, if they are any rank's, are of this world size."""
+        worlds = {_rank_and_world(name)[1] for name in entries} - {None}
+        return not worlds or worlds == {self.world_size}
+
     def own_entries(self, entries: Dict[str, Any]) -> Dict[str, Any]:
         """Of a parameter's saved entries, this rank's (without the prefix); the other ranks'
         are dropped, entries without a rank prefix kept as they are."""
-        prefix = self.state_prefix
         own = {}
         for name, value in entries.items():
-            if prefix and name.startswith(prefix):
-                own[name[len(prefix):]] = value
-            elif not (name.startswith("rank") and "of" in name.split(".", 1)[0]):
+            rank, _ = _rank_and_world(name)
+            if rank is None:
                 own[name] = value
+            elif rank == self.rank:
+                own[name.split(".", 1)[1]] = value
         return own
+
+
+def _rank_and_world(name: str):
+    """(r, w) of an entry named "rank<r>of<w>.<name>"; (None, None) for any other name."""
+    head = name.split(".", 1)[0]
+    if not head.startswith("rank") or "of" not in head or "." not in name:
+        return None, None
+    rank, _, world = head[len("rank"):].partition("of")
+    return (int(rank), int(world)) if rank.isdigit() and world.isdigit() else (None, None)

@@ -414,12 +414,10 @@ class Dash(torch.optim.Optimizer):
                         isinstance(name, str) and isinstance(value, torch.Tensor) for name, value in entries.items()):
                     raise ValueError(f"{where}: the state of parameter {key!r} must be a dict of named tensors")
                 if self._shards is not None:
-                    own = self._shards.own_entries(entries)
-                    if entries and not own:
-                        raise ValueError(f"{where}: parameter {key!r} has no state of this rank's shard "
-                                         f"('{self._shards.state_prefix}...'): the state of FSDP shards loads on the "
-                                         "ranks and world size that saved it")
-                    entries = own
+                    if not self._shards.same_world(entries):
+                        raise ValueError(f"{where}: the state of parameter {key!r} was saved by another number of "
+                                         "ranks: the state of FSDP shards loads on the world size that saved it")
+                    entries = self._shards.own_entries(entries)
                 states[index].update(entries)
         first = [group["dash"] for group in state_dicts[0]["param_groups"]]
         options, counters = [], []

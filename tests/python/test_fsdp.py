@@ -25,8 +25,8 @@ def has_dtensors_and_checkpoint_helpers():
     return True
 
 
-pytestmark = pytest.mark.skipif(not has_dtensors_and_checkpoint_helpers(),
-                                reason="DTensors and torch.distributed.checkpoint.state_dict are torch ≥ 2.2")
+requires_dtensors = pytest.mark.skipif(not has_dtensors_and_checkpoint_helpers(),
+                                       reason="DTensors and torch.distributed.checkpoint.state_dict are torch ≥ 2.2")
 WORLD_SIZE = 2
 
 
@@ -64,6 +64,7 @@ def run(tmp_path, mode):
         assert code == 0, f"{mode}: rank {rank} failed:\n{output}"
 
 
+@requires_dtensors
 def test_each_rank_preconditions_its_own_shards(tmp_path):
     run(tmp_path, "train")
     trained = torch.load(tmp_path / "trained.pt")
@@ -77,6 +78,7 @@ def test_each_rank_preconditions_its_own_shards(tmp_path):
         torch.testing.assert_close(fsdp, single, rtol=1e-5, atol=1e-6, msg=f"parameter {index}")
 
 
+@requires_dtensors
 def test_a_run_resumed_through_distributed_checkpoint_ends_as_the_uninterrupted_one(tmp_path):
     run(tmp_path, "train")
     run(tmp_path, "save-half")
@@ -84,3 +86,19 @@ def test_a_run_resumed_through_distributed_checkpoint_ends_as_the_uninterrupted_
     for index, (resumed, uninterrupted) in enumerate(
             zip(torch.load(tmp_path / "resumed.pt"), torch.load(tmp_path / "trained.pt"))):
         assert torch.equal(resumed, uninterrupted), f"parameter {index}"
+
+
+def test_a_rank_takes_its_own_entries_of_a_state_saved_on_the_same_world_size():
+    # The naming alone (no ranks needed): rank 1 of 2 keeps "rank1of2." entries, drops
+    # rank 0's, keeps unprefixed ones; entries of another world size are refused.
+    from dash.fsdp import LocalShards
+
+    shards = object.__new__(LocalShards)
+    shards.rank, shards.world_size = 1, 2
+    mine, theirs, plain = torch.ones(1), torch.zeros(1), torch.full((1,), 2.0)
+    entries = {"rank1of2.block.0.step": mine, "rank0of2.block.0.step": theirs, "grad_ema": plain,
+               "rankless.name": plain}
+    assert shards.own_entries(entries) == {"block.0.step": mine, "grad_ema": plain, "rankless.name": plain}
+    assert shards.state_prefix == "rank1of2."
+    assert shards.same_world(entries) and shards.same_world({})
+    assert not shards.same_world({"rank0of4.block.0.step": theirs})
