@@ -110,8 +110,10 @@ struct DashDiagnostics {
   int64_t overflow_skipped_steps = 0;
 };
 
-/// Threads: step(), step_with_options(), save(), load(), add_param_group(),
-/// diagnostics() and the byte counts of one Dash take a lock, so a step is atomic:
+/// Threads: step(), step_with_options(), save(), load(), load_resharded(),
+/// load_parameter_states(), parameter_state(), add_param_group(), diagnostics() and
+/// the byte counts of one Dash take a lock, so a step is atomic (parameter_state()'s
+/// views are read outside it):
 /// several threads stepping one optimizer take turns (as under Python's GIL with
 /// torch.optim), none sees a half-updated state. Editing param groups while another
 /// thread steps is not covered (the step reads the options when it begins).
@@ -152,8 +154,8 @@ class Dash : public torch::optim::Optimizer {
   /// the same one. Changes nothing when a shard does not fit.
   void load_resharded(std::vector<torch::serialize::InputArchive>& shards);
 
-  /// Adds a parameter group. Before the first step the state is planned for all
-  /// groups then; after it (progressive unfreezing, a head added in fine-tuning) the
+  /// Adds a parameter group. Before the first step the state is planned anew for all
+  /// groups (on several ranks a collective: every rank adds the group); after it (progressive unfreezing, a head added in fine-tuning) the
   /// existing state is kept bit for bit and the new group's blocks start fresh
   /// (single process only: ranks would split the blocks anew). Checks the group's
   /// parameters and options as the constructor does, and leaves the optimizer
@@ -177,14 +179,17 @@ class Dash : public torch::optim::Optimizer {
   /// block j has
   /// "block.<j>.factor_left", "block.<j>.root_left" and, unless one-sided,
   /// "..._right" ((b, b) each), "block.<j>.grad_ema", "block.<j>.graft_stat",
-  /// "block.<j>.momentum" ((rows, cols)) and "block.<j>.step" ((1, 1)), and, once
-  /// allocated, "consecutive_failures_<side>", "eigenvectors_<side>" and
-  /// "eigenbasis_valid_<side>", plus "root_choice_<side>" (a copy: Execution::Auto's
-  /// and RootMethod::Auto's choices for its factor's stack as numbers). An AdamW
+  /// "block.<j>.momentum" ((rows, cols)) and "block.<j>.step" ((1, 1)),
+  /// "consecutive_failures_<side>" and, where the options may warm-start EVD,
+  /// "eigenvectors_<side>" and "eigenbasis_valid_<side>" (zeros, copies, until the
+  /// first root computation allocates them), plus "root_choice_<side>" (a copy:
+  /// Execution::Auto's and RootMethod::Auto's choices for its factor's stack as
+  /// numbers). An AdamW
   /// parameter has "grad_ema", "graft_stat", "momentum" and "step" in its own shape.
   /// Entries the options do not keep are absent; on a rank of several, only the
   /// blocks this rank owns (none: empty). The views follow the state until it is
-  /// rebuilt (a load, a precision change, add_param_group).
+  /// rebuilt (a load, a precision change, add_param_group, an edit of a state-shaping
+  /// option before the first step).
   ParameterState parameter_state(size_t index) const;
   /// Loads every parameter's state as parameter_state() gives it, with the param
   /// groups' options `group_options` (the ones the state was built with) and the

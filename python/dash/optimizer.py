@@ -122,8 +122,8 @@ def _check_unknown_keys(keys, where: str, strict: bool, stacklevel: int) -> None
 
 class _ParameterState(collections.abc.Mapping):
     """``Dash.state``: per parameter, views of its part of the C++ state (its blocks'
-    factors, roots and moments, or its AdamW moments), made when read; parameters this
-    process holds no state for (on a rank of several) are absent."""
+    factors, roots and moments, or its AdamW moments), made when read; iteration skips
+    the parameters this process holds no state for (on a rank of several)."""
 
     def __init__(self, optimizer: "Dash"):
         # Weakly: the optimizer holds this mapping, and a cycle would keep its C++ state
@@ -143,10 +143,9 @@ class _ParameterState(collections.abc.Mapping):
         raise KeyError(param)
 
     def __getitem__(self, param) -> Dict[str, torch.Tensor]:
-        state = self._live()._cpp.parameter_state(self._index(param))
-        if not state:
-            raise KeyError(param)
-        return dict(state)
+        """A parameter of this optimizer without state here gives {} (as torch.optim's
+        defaultdict does); any other tensor a KeyError."""
+        return dict(self._live()._cpp.parameter_state(self._index(param)))
 
     def __iter__(self):
         optimizer = self._live()
@@ -399,7 +398,8 @@ class Dash(torch.optim.Optimizer):
             saved = [group.get("dash") if isinstance(group, dict) else None for group in groups or []]
             if not groups or not all(isinstance(entry, dict) for entry in saved):
                 raise ValueError(f"{where}: not a dash.Dash state dict (no 'dash' entry in its param groups); "
-                                 "was it saved by another optimizer?")
+                                 "was it saved by another optimizer, or flattened (torch.distributed.checkpoint's "
+                                 "flatten_optimizer_state_dict drops it)?")
             if any(entry.get("format") != _STATE_FORMAT for entry in saved):
                 raise ValueError(f"{where}: unsupported state dict format {saved[0].get('format')!r}")
             ids = [key for group in groups for key in group.get("params", [])]
@@ -419,6 +419,12 @@ class Dash(torch.optim.Optimizer):
                                          "ranks: the state of FSDP shards loads on the world size that saved it")
                     entries = self._shards.own_entries(entries)
                 states[index].update(entries)
+        # Frozen parameters keep their state: torch.distributed.checkpoint's
+        # set_optimizer_state_dict passes none for them.
+        params = [param for group in self.param_groups for param in group["params"]]
+        for index, param in enumerate(params):
+            if not states[index] and not param.requires_grad:
+                states[index] = dict(self._cpp.parameter_state(index))
         first = [group["dash"] for group in state_dicts[0]["param_groups"]]
         options, counters = [], []
         for index, entry in enumerate(first):

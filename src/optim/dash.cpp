@@ -85,13 +85,16 @@ void Dash::add_param_group(const torch::optim::OptimizerParamGroup& param_group)
   try {
     optim::check_options(optim::options_of(param_groups_.back()));
     optim::check_parameters(param_groups_);
-    // Before the first step the next step() builds the state for all groups; after
-    // it, the state so far is kept and the new group's blocks start fresh (progressive
-    // unfreezing, a head added in fine-tuning).
+    // Before the first step the state is built anew for all groups (so that it is
+    // there for parameter_state() and the state dict at once); after it, the state so
+    // far is kept and the new group's blocks start fresh (progressive unfreezing, a
+    // head added in fine-tuning).
     if (stepped) {
       auto engine = std::make_unique<Dash::Impl>(param_groups_, distributed_);
       engine->adopt_state(std::move(*impl_));
       impl_ = std::move(engine);
+    } else {
+      rebuild_engine();
     }
   } catch (...) {
     param_groups_.pop_back();
@@ -178,7 +181,7 @@ int64_t Dash::state_bytes() const {
 
 ParameterState Dash::parameter_state(size_t index) const {
   const std::lock_guard<std::mutex> lock(*mutex_);
-  return impl_->parameter_state(index);
+  return impl_->parameter_state(index, param_groups_);
 }
 
 int64_t Dash::communicated_bytes_per_step() const {

@@ -101,8 +101,9 @@ class Engine {
   DashDiagnostics diagnostics(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
   /// Bytes of optimizer state (what a checkpoint holds), not counting workspaces.
   int64_t state_bytes() const;
-  /// Parameter `index`'s state as views (Dash::parameter_state; engine_parameter_state.cpp).
-  ParameterState parameter_state(size_t index) const;
+  /// Parameter `index`'s state as views (Dash::parameter_state; engine_parameter_state.cpp);
+  /// `groups` are the groups' options now.
+  ParameterState parameter_state(size_t index, const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
   /// Bytes kept across steps besides the state: every buffer and workspace.
   int64_t workspace_bytes() const;
   /// Of those, the ones a workspace limit does not divide into chunks: the AdamW

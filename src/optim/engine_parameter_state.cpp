@@ -11,6 +11,7 @@
 #include <dash/distributed.h>
 
 #include "distributed/work_split.h"
+#include "optim/dash_options.h"
 #include "optim/distributor.h"
 #include "optim/state_rows.h"
 
@@ -35,6 +36,13 @@ constexpr const char* kMomentNames[] = {"grad_ema", "graft_stat", "momentum", "s
 
 std::string block_prefix(int64_t number) { return "block." + std::to_string(number) + "."; }
 
+// Whether a factor stack of a group with `options` may keep a warm eigenbasis
+// (RootMethod::Auto may choose EVD).
+bool may_warm_start(const DashOptions& options) {
+  const auto method = options.root().method();
+  return options.root().eigen().refresh_tolerance() > 0.0 && (method == RootMethod::EVD || method == RootMethod::Auto);
+}
+
 // Whether `field` is the name of a block's entry ("grad_ema", "factor_left", ...).
 bool is_block_field(const std::string& field) {
   if (std::find(std::begin(kMomentNames), std::end(kMomentNames), field) != std::end(kMomentNames)) return true;
@@ -55,7 +63,8 @@ std::map<std::string, at::Tensor> entries_by_name(const ParameterState& state, s
     if (blocks > 0 && name.rfind("block.", 0) == 0) {
       const auto dot = name.find('.', 6);
       const auto number = name.substr(6, dot == std::string::npos ? std::string::npos : dot - 6);
-      const bool numeric = !number.empty() && number.size() < 10 &&
+      // Digits as std::to_string writes them (no sign, no leading zero): one name per block.
+      const bool numeric = !number.empty() && number.size() < 10 && (number == "0" || number[0] != '0') &&
                            std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; });
       known =
           numeric && dot != std::string::npos && std::stoll(number) < blocks && is_block_field(name.substr(dot + 1));
@@ -94,7 +103,8 @@ std::vector<std::vector<int64_t>> Engine::own_block_numbers() const {
   return own;
 }
 
-ParameterState Engine::parameter_state(size_t index) const {
+ParameterState Engine::parameter_state(
+    size_t index, const std::vector<torch::optim::OptimizerParamGroup>& groups) const {
   TORCH_CHECK(index < params_.size(), "dash::Dash::parameter_state: parameter ", index, " of ", params_.size());
   const auto param = static_cast<int64_t>(index);
   ParameterState entries;
@@ -111,14 +121,20 @@ ParameterState Engine::parameter_state(size_t index) const {
       const std::pair<int64_t, int64_t> sides[] = {
           {stack.left_stack, stack.left_offset}, {stack.right_stack, stack.right_offset}};
       for (int side = 0; side < (stack.one_sided ? 1 : 2); ++side) {
-        const auto& factor = factors_[sides[side].first];
+        const auto k = static_cast<size_t>(sides[side].first);
+        const auto& factor = factors_[k];
         const auto r = sides[side].second + i;
         const std::string suffix = kSides[side];
         add(prefix + "factor_" + suffix, factor.factors.select(0, r));
         add(prefix + "root_" + suffix, factor.roots.select(0, r));
-        add(prefix + "consecutive_failures_" + suffix, row(factor.consecutive_failures, r));
-        add(prefix + "eigenvectors_" + suffix, row(factor.basis.vectors, r));
-        add(prefix + "eigenbasis_valid_" + suffix, row(factor.basis.valid, r));
+        // What the first root computation allocates is shown from the start (as the
+        // zeros it allocates): torch.distributed.checkpoint loads only the names its
+        // target, a fresh optimizer's state dict, already holds.
+        add(prefix + "consecutive_failures_" + suffix, optional_row(factor, OptionalRow::ConsecutiveFailures, r));
+        if (factor.basis.vectors.defined() || may_warm_start(options_of(groups[plan_.factor_stacks[k].group]))) {
+          add(prefix + "eigenvectors_" + suffix, optional_row(factor, OptionalRow::Eigenvectors, r));
+          add(prefix + "eigenbasis_valid_" + suffix, optional_row(factor, OptionalRow::EigenbasisValid, r));
+        }
         add(prefix + "root_choice_" + suffix,
             at::tensor(
                 {static_cast<int64_t>(factor.root_execution), static_cast<int64_t>(factor.root_method)}, at::kLong));
@@ -182,13 +198,16 @@ void Engine::load_parameter_states(const std::vector<ParameterState>& states, co
         auto& factor = factors_[k];
         const auto r = sides[side].second + i;
         const auto name = [&](const char* field) { return prefix + field + kSides[side]; };
-        const auto count = factor.factors.size(0);
-        const auto device = factor.factors.device();
         copy_entry(factor.factors.select(0, r), required(param, name("factor_")), param, name("factor_"));
         copy_entry(factor.roots.select(0, r), required(param, name("root_")), param, name("root_"));
-        copy_optional_row(factor.consecutive_failures, {count}, r, find(param, name("consecutive_failures_")), device);
-        copy_optional_row(factor.basis.vectors, factor.factors.sizes(), r, find(param, name("eigenvectors_")), device);
-        copy_optional_row(factor.basis.valid, {count}, r, find(param, name("eigenbasis_valid_")), device);
+        const auto vectors = find(param, name("eigenvectors_"));
+        const auto valid = find(param, name("eigenbasis_valid_"));
+        TORCH_CHECK(vectors.defined() == valid.defined(), "dash::Dash: parameter ", param, "'s state has one of '",
+            name("eigenvectors_"), "' and '", name("eigenbasis_valid_"), "' without the other");
+        copy_optional_row(factor, OptionalRow::ConsecutiveFailures, r, find(param, name("consecutive_failures_")),
+            name("consecutive_failures_"));
+        copy_optional_row(factor, OptionalRow::Eigenvectors, r, vectors, name("eigenvectors_"));
+        copy_optional_row(factor, OptionalRow::EigenbasisValid, r, valid, name("eigenbasis_valid_"));
         const auto choice = find(param, name("root_choice_"));
         TORCH_CHECK(!choice.defined() || choice.numel() == 2, "dash::Dash: parameter ", param, "'s '",
             name("root_choice_"), "' must hold 2 numbers");

@@ -123,17 +123,15 @@ Homes homes_of(const std::vector<Shard>& shards) {
 // Factor `row` of `into` from factor `from_row` of the shard's factor stack `old_k`.
 void copy_factor(FactorStackState& into, int64_t row, const Shard& shard, int64_t old_k, int64_t from_row) {
   const auto prefix = "factor." + std::to_string(old_k);
-  const auto device = into.factors.device();
-  const auto count = into.factors.size(0);
   into.factors.select(0, row).copy_(shard.required(prefix + ".factors").select(0, from_row));
   into.roots.select(0, row).copy_(shard.required(prefix + ".roots").select(0, from_row));
-  auto saved_row = [&](const char* name) {
+  auto copy_row = [&](OptionalRow which, const char* name) {
     const auto& saved = shard.tensors.at(prefix + name);
-    return saved.defined() ? saved.select(0, from_row) : saved;
+    copy_optional_row(into, which, row, saved.defined() ? saved.select(0, from_row) : saved, prefix + name);
   };
-  copy_optional_row(into.consecutive_failures, {count}, row, saved_row(".consecutive_failures"), device);
-  copy_optional_row(into.basis.vectors, into.factors.sizes(), row, saved_row(".eigenvectors"), device);
-  copy_optional_row(into.basis.valid, {count}, row, saved_row(".eigenbasis_valid"), device);
+  copy_row(OptionalRow::ConsecutiveFailures, ".consecutive_failures");
+  copy_row(OptionalRow::Eigenvectors, ".eigenvectors");
+  copy_row(OptionalRow::EigenbasisValid, ".eigenbasis_valid");
 }
 
 // The moments of block `row` (all of them for −1) from the shard's `prefix` stack or

@@ -3,13 +3,63 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <utility>
+#include <vector>
+
 namespace dash::optim {
 
+namespace {
+
+at::Tensor& tensor_of(FactorStackState& state, OptionalRow which) {
+  switch (which) {
+    case OptionalRow::ConsecutiveFailures:
+      return state.consecutive_failures;
+    case OptionalRow::Eigenvectors:
+      return state.basis.vectors;
+    case OptionalRow::EigenbasisValid:
+      break;
+  }
+  return state.basis.valid;
+}
+
+// The whole tensor's shape and options, as the first root computation allocates it
+// (optim/root_refresh.cpp).
+std::pair<std::vector<int64_t>, at::TensorOptions> layout_of(const FactorStackState& state, OptionalRow which) {
+  const auto device = at::TensorOptions().device(state.factors.device());
+  const auto count = state.factors.size(0);
+  switch (which) {
+    case OptionalRow::ConsecutiveFailures:
+      return {{count}, device.dtype(at::kLong)};
+    case OptionalRow::Eigenvectors:
+      return {state.factors.sizes().vec(), device.dtype(at::kFloat)};
+    case OptionalRow::EigenbasisValid:
+      break;
+  }
+  return {{count}, device.dtype(at::kBool)};
+}
+
+}  // namespace
+
+at::Tensor optional_row(const FactorStackState& state, OptionalRow which, int64_t row) {
+  const auto& tensor = tensor_of(const_cast<FactorStackState&>(state), which);
+  if (tensor.defined()) return tensor.select(0, row);
+  const auto [shape, options] = layout_of(state, which);
+  return at::zeros(at::IntArrayRef(shape).slice(1), options);
+}
+
 void copy_optional_row(
-    at::Tensor& into, at::IntArrayRef shape, int64_t row, const at::Tensor& saved_row, const at::Device& device) {
+    FactorStackState& into, OptionalRow which, int64_t row, const at::Tensor& saved_row, const std::string& what) {
   if (!saved_row.defined()) return;
-  if (!into.defined()) into = at::zeros(shape, saved_row.options().device(device));
-  into.select(0, row).copy_(saved_row);
+  const auto [shape, options] = layout_of(into, which);
+  // (An eigenbasis is in the roots' working precision: float32 here, but any floating dtype reads.)
+  const bool dtype_fits = which == OptionalRow::Eigenvectors ? at::isFloatingType(saved_row.scalar_type())
+                                                             : saved_row.scalar_type() == options.dtype();
+  TORCH_CHECK(saved_row.sizes() == at::IntArrayRef(shape).slice(1) && dtype_fits, "dash::Dash: '", what, "' is ",
+      saved_row.sizes(), " ", saved_row.scalar_type(), ", expected ", at::IntArrayRef(shape).slice(1), " ",
+      options.dtype(), " (saved for other parameters or options?)");
+  auto& tensor = tensor_of(into, which);
+  if (!tensor.defined()) tensor = at::zeros(shape, options);
+  tensor.select(0, row).copy_(saved_row);
 }
 
 void settle_loaded_stack(

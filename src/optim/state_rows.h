@@ -11,6 +11,7 @@
 
 #include <array>
 #include <set>
+#include <string>
 #include <utility>
 
 namespace dash::optim {
@@ -22,11 +23,22 @@ auto moment_fields(Moments& moments) {
       std::pair{"momentum", &moments.momentum}, std::pair{"step", &moments.steps}};
 }
 
-/// Row `row` of `into` from `saved_row`, where the saved state has it: state that a
-/// fresh engine allocates only on first use (a factor's failures in a row, a warm
-/// eigenbasis) is allocated as zeros of `shape` on `device` then.
+/// The rows of a factor stack's state that a fresh engine allocates only at the
+/// stack's first root computation, as zeros: each factor's root failures in a row
+/// (int64), and, with a warm-started EVD, its eigenvectors (float32 (b, b)) and
+/// whether they are valid (bool).
+enum class OptionalRow { ConsecutiveFailures, Eigenvectors, EigenbasisValid };
+
+/// Row `row` of `state`'s `which`, or, where it is not allocated yet, what it would
+/// be then: zeros (no failures; no valid eigenbasis, which a root computation treats
+/// as none).
+at::Tensor optional_row(const FactorStackState& state, OptionalRow which, int64_t row);
+
+/// Row `row` of `into`'s `which` from `saved_row`, where the saved state has it,
+/// allocating the whole tensor (zeros) first where `into` has none. Throws, naming
+/// `what`, when `saved_row` is not of the row's shape and dtype.
 void copy_optional_row(
-    at::Tensor& into, at::IntArrayRef shape, int64_t row, const at::Tensor& saved_row, const at::Device& device);
+    FactorStackState& into, OptionalRow which, int64_t row, const at::Tensor& saved_row, const std::string& what);
 
 /// After every row of a factor stack was copied: the per-stack counters restart
 /// from zero (they are diagnostics, and a saved stack may now be split over

@@ -80,9 +80,11 @@ TEST(ParameterState, FactorsAreThoseOfTheParametersOwnBlocks) {
     }
   }
   EXPECT_EQ(matched.size(), 6u);
-  // Six blocks × (two factors, two roots, two root choices, grad_ema, graft_stat,
-  // step); momentum is off by default.
-  EXPECT_EQ(state.size(), 6u * 9u);
+  // Six blocks × (two factors, two roots, two failure counts, two root choices,
+  // grad_ema, graft_stat, step); momentum is off by default, and so is the warm
+  // eigenbasis.
+  EXPECT_EQ(state.size(), 6u * 11u);
+  EXPECT_FALSE(state.count("block.0.eigenvectors_left"));
   EXPECT_FALSE(state.count("block.0.momentum"));
   EXPECT_FALSE(state.count("block.6.factor_left"));
 
@@ -152,6 +154,34 @@ TEST(ParameterState, LoadedStatesContinueBitwise) {
   }
 }
 
+// torch.distributed.checkpoint loads only the names a fresh optimizer's state dict
+// holds: a fresh one shows every name a stepped one does (what the first root
+// computation allocates, as zeros), and a state saved fresh resumes bitwise.
+TEST(ParameterState, AFreshOptimizerShowsEveryNameASteppedOneShows) {
+  Problem stepped, fresh, resumed;
+  Dash optimizer(stepped.params, stepped.options);
+  Dash untouched(fresh.params, fresh.options);
+  auto names = [](const Dash& dash, size_t index) {
+    std::set<std::string> result;
+    for (const auto& entry : dash.parameter_state(index)) result.insert(entry.first);
+    return result;
+  };
+  const auto before = names(untouched, 0);
+  EXPECT_TRUE(before.count("block.0.eigenvectors_left") && before.count("block.0.consecutive_failures_right"));
+  for (int64_t step = 0; step < 3; ++step) stepped.step(optimizer, step);
+  for (size_t i = 0; i < stepped.params.size(); ++i) EXPECT_EQ(names(optimizer, i), names(untouched, i)) << i;
+
+  // The fresh state (zero failures, no valid eigenbasis) loaded into another optimizer
+  // steps as the fresh one does.
+  Dash loaded(resumed.params, resumed.options);
+  loaded.load_parameter_states({fresh.options}, copied_states(untouched, fresh.params.size()), {0, 0, 0});
+  for (int64_t step = 0; step < 5; ++step) {
+    fresh.step(untouched, step);
+    resumed.step(loaded, step);
+  }
+  for (size_t i = 0; i < fresh.params.size(); ++i) EXPECT_TRUE(at::equal(fresh.params[i], resumed.params[i])) << i;
+}
+
 TEST(ParameterState, AStateThatDoesNotFitIsRefusedNamingTheEntry) {
   Problem problem;
   Dash optimizer(problem.params, problem.options);
@@ -172,6 +202,13 @@ TEST(ParameterState, AStateThatDoesNotFitIsRefusedNamingTheEntry) {
   auto beyond = states;
   beyond[2].emplace_back("block.1.factor_left", at::zeros({8, 8}));  // the 8 × 8 parameter is one block
   EXPECT_THAT(refused(beyond), HasSubstr("parameter 2's state has an entry 'block.1.factor_left'"));
+  auto leading_zero = states;
+  leading_zero[0].emplace_back("block.01.factor_left", at::zeros({8, 8}));
+  EXPECT_THAT(refused(leading_zero), HasSubstr("parameter 0's state has an entry 'block.01.factor_left'"));
+  auto half_basis = states;
+  half_basis[2].erase(std::find_if(half_basis[2].begin(), half_basis[2].end(),
+      [](const auto& entry) { return entry.first == "block.0.eigenbasis_valid_left"; }));
+  EXPECT_THAT(refused(half_basis), HasSubstr("without the other"));
   auto adamw = states;
   adamw[1].emplace_back("block.0.factor_left", at::zeros({8, 8}));
   EXPECT_THAT(refused(adamw), HasSubstr("parameter 1's state has an entry 'block.0.factor_left'"));
@@ -188,6 +225,17 @@ TEST(ParameterState, AStateThatDoesNotFitIsRefusedNamingTheEntry) {
   EXPECT_EQ(fresh.diagnostics().steps_taken, 0);
   EXPECT_TRUE(
       at::equal(fresh.parameter_state(0).front().second, at::zeros_like(fresh.parameter_state(0).front().second)));
+}
+
+// add_param_group before the first step plans the state for every group at once: the
+// added group's state is there to show.
+TEST(ParameterState, AGroupAddedBeforeTheFirstStepHasItsStateAtOnce) {
+  Problem problem;
+  Dash optimizer(std::vector<at::Tensor>{problem.params[0]}, problem.options);
+  optimizer.add_param_group(torch::optim::OptimizerParamGroup({problem.params[2]}));
+  std::set<std::string> names;
+  for (const auto& entry : optimizer.parameter_state(1)) names.insert(entry.first);
+  EXPECT_TRUE(names.count("block.0.factor_left"));
 }
 
 }  // namespace
