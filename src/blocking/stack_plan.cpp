@@ -149,6 +149,14 @@ StackPlan restrict_plan(const StackPlan& plan, const std::vector<std::vector<boo
   return part;
 }
 
+std::vector<int64_t> blocks_per_parameter(const StackPlan& plan) {
+  std::vector<int64_t> counts(plan.parameters.size(), 0);
+  for (const auto& stack : plan.gradient_stacks) {
+    for (const auto param : stack.block_params) ++counts.at(static_cast<size_t>(param));
+  }
+  return counts;
+}
+
 std::vector<std::vector<int64_t>> parameter_block_numbers(const StackPlan& plan) {
   std::vector<int64_t> next(plan.parameters.size(), 0);
   std::vector<std::vector<int64_t>> numbers;

@@ -78,6 +78,10 @@ StackPlan plan_stacks(const std::vector<std::vector<int64_t>>& shapes, const std
 /// The flat-buffer positions of block `block` of `stack`, row-major within the block.
 std::vector<int64_t> flat_positions(const StackPlan& plan, const GradientStack& stack, int64_t block);
 
+/// How many blocks of `plan`'s gradient stacks each parameter has (0: none, an AdamW
+/// or empty parameter, or, in a rank's plan, one whose blocks are other ranks').
+std::vector<int64_t> blocks_per_parameter(const StackPlan& plan);
+
 /// Each block's number among its parameter's blocks, per gradient stack and block:
 /// a parameter's blocks numbered 0, 1, ... in stack order, then block order. For a
 /// whole plan these numbers depend on the parameters and options only, not on the

@@ -76,6 +76,13 @@ class ParameterWriter {
     pending_.push_back({blocking::region_in_matrix(matrix, region), updates, scale(step, region.param)});
   }
 
+  /// `updates`: blocks `blocks` (ascending) of gradient stack `stack`, (blocks.size(), rows, cols).
+  void add_blocks(const StepWrite& step, size_t stack, const std::vector<int64_t>& blocks, const at::Tensor& updates) {
+    for (const auto& piece : blocking::regions_of_blocks(step.plan.gradient_stacks[stack].regions, blocks)) {
+      add_region(step, piece, blocking::region_in_stack(updates, piece));
+    }
+  }
+
   /// `update`: the whole parameter's, of its shape.
   void add_parameter(const StepWrite& step, int64_t param, const at::Tensor& update) {
     pending_.push_back({step.params[param], update, scale(step, param)});
@@ -150,9 +157,7 @@ class LocalDistributor final : public Distributor {
   void write_blocks(const StepWrite& step, size_t stack, const std::vector<int64_t>& blocks, const at::Tensor& updates,
       PhaseProfile& profile) override {
     ScopedPhase phase(profile, Phase::Copies);
-    for (const auto& piece : blocking::regions_of_blocks(step.plan.gradient_stacks[stack].regions, blocks)) {
-      writer_.add_region(step, piece, blocking::region_in_stack(updates, piece));
-    }
+    writer_.add_blocks(step, stack, blocks, updates);
   }
 
   void flush_updates(PhaseProfile& profile) override { writer_.flush(profile); }
@@ -241,9 +246,7 @@ class ExchangeDistributor final : public Distributor {
       PhaseProfile& profile) override {
     ScopedPhase phase(profile, Phase::Copies);
     if (sends_parameters_) {
-      for (const auto& piece : blocking::regions_of_blocks(step.plan.gradient_stacks[stack].regions, blocks)) {
-        writer_.add_region(step, piece, blocking::region_in_stack(updates, piece));
-      }
+      writer_.add_blocks(step, stack, blocks, updates);
       return;
     }
     const auto share =

@@ -231,13 +231,8 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
   block_numbers_ = own_block_numbers();
   // Which parameters' gradients this process reads: all of a parameter's blocks (or
   // its AdamW segment), some of its blocks (a rank of several), or none.
-  std::vector<int64_t> blocks_here(params_.size(), 0), blocks_anywhere(params_.size(), 0);
-  for (const auto& stack : plan_.gradient_stacks) {
-    for (auto i : stack.block_params) ++blocks_here[i];
-  }
-  for (const auto& stack : whole_plan_.gradient_stacks) {
-    for (auto i : stack.block_params) ++blocks_anywhere[i];
-  }
+  const auto blocks_here = blocking::blocks_per_parameter(plan_);
+  const auto blocks_anywhere = blocking::blocks_per_parameter(whole_plan_);
   param_use_.assign(params_.size(), ParamUse::None);
   for (size_t i = 0; i < params_.size(); ++i) {
     if (blocks_here[i] > 0) param_use_[i] = blocks_here[i] == blocks_anywhere[i] ? ParamUse::Whole : ParamUse::Part;

@@ -36,6 +36,14 @@ constexpr const char* kMomentNames[] = {"grad_ema", "graft_stat", "momentum", "s
 
 std::string block_prefix(int64_t number) { return "block." + std::to_string(number) + "."; }
 
+// A block's factor rows, (factor stack, offset of the stack's block 0) per side:
+// left, then right unless one-sided.
+std::vector<std::pair<size_t, int64_t>> factor_sides(const blocking::GradientStack& stack) {
+  std::vector<std::pair<size_t, int64_t>> sides{{static_cast<size_t>(stack.left_stack), stack.left_offset}};
+  if (!stack.one_sided) sides.emplace_back(static_cast<size_t>(stack.right_stack), stack.right_offset);
+  return sides;
+}
+
 // Whether a factor stack of a group with `options` may keep a warm eigenbasis
 // (RootMethod::Auto may choose EVD).
 bool may_warm_start(const DashOptions& options) {
@@ -118,10 +126,9 @@ ParameterState Engine::parameter_state(
       if (stack.block_params[i] != param) continue;
       const auto prefix = block_prefix(block_numbers_[s][i]);
       for (const auto& [name, tensor] : moment_fields(stacks_[s].moments)) add(prefix + name, row(*tensor, i));
-      const std::pair<int64_t, int64_t> sides[] = {
-          {stack.left_stack, stack.left_offset}, {stack.right_stack, stack.right_offset}};
-      for (int side = 0; side < (stack.one_sided ? 1 : 2); ++side) {
-        const auto k = static_cast<size_t>(sides[side].first);
+      const auto sides = factor_sides(stack);
+      for (size_t side = 0; side < sides.size(); ++side) {
+        const auto k = sides[side].first;
         const auto& factor = factors_[k];
         const auto r = sides[side].second + i;
         const std::string suffix = kSides[side];
@@ -157,10 +164,7 @@ void Engine::load_parameter_states(const std::vector<ParameterState>& states, co
   TORCH_INTERNAL_ASSERT(steps_taken_ == 0, "Engine::load_parameter_states: into a fresh engine only");
   TORCH_CHECK(states.size() == params_.size(), "dash::Dash: the state is for ", states.size(),
       " parameters, this optimizer has ", params_.size());
-  std::vector<int64_t> blocks(params_.size(), 0);
-  for (const auto& stack : whole_plan_.gradient_stacks) {
-    for (const auto param : stack.block_params) ++blocks[param];
-  }
+  const auto blocks = blocking::blocks_per_parameter(whole_plan_);
   std::vector<std::map<std::string, at::Tensor>> saved;
   for (size_t p = 0; p < states.size(); ++p) saved.push_back(entries_by_name(states[p], p, blocks[p]));
   auto find = [&](size_t param, const std::string& name) {
@@ -191,10 +195,9 @@ void Engine::load_parameter_states(const std::vector<ParameterState>& states, co
       const auto param = static_cast<size_t>(stack.block_params[i]);
       const auto prefix = block_prefix(block_numbers_[s][i]);
       copy_moments(stacks_[s].moments, param, prefix, [&](const at::Tensor& t) { return t.select(0, i); });
-      const std::pair<int64_t, int64_t> sides[] = {
-          {stack.left_stack, stack.left_offset}, {stack.right_stack, stack.right_offset}};
-      for (int side = 0; side < (stack.one_sided ? 1 : 2); ++side) {
-        const auto k = static_cast<size_t>(sides[side].first);
+      const auto sides = factor_sides(stack);
+      for (size_t side = 0; side < sides.size(); ++side) {
+        const auto k = sides[side].first;
         auto& factor = factors_[k];
         const auto r = sides[side].second + i;
         const auto name = [&](const char* field) { return prefix + field + kSides[side]; };

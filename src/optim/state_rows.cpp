@@ -10,7 +10,8 @@ namespace dash::optim {
 
 namespace {
 
-at::Tensor& tensor_of(FactorStackState& state, OptionalRow which) {
+template <typename State>  // FactorStackState, const or not
+auto& tensor_of(State& state, OptionalRow which) {
   switch (which) {
     case OptionalRow::ConsecutiveFailures:
       return state.consecutive_failures;
@@ -41,7 +42,7 @@ std::pair<std::vector<int64_t>, at::TensorOptions> layout_of(const FactorStackSt
 }  // namespace
 
 at::Tensor optional_row(const FactorStackState& state, OptionalRow which, int64_t row) {
-  const auto& tensor = tensor_of(const_cast<FactorStackState&>(state), which);
+  const auto& tensor = tensor_of(state, which);
   if (tensor.defined()) return tensor.select(0, row);
   const auto [shape, options] = layout_of(state, which);
   return at::zeros(at::IntArrayRef(shape).slice(1), options);
