@@ -136,13 +136,17 @@ at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int
   TORCH_CHECK(false, "dash::inverse_root: unknown root method");
 }
 
-// `keep_normalized_root`: the diagnostics need Â and Â^{-1/p} after the root is
-// formed; otherwise the root is scaled in place and Â's buffer is released early.
-// Stack-sized temporaries come from `scratch`: a stack of 600 blocks of 256² is
-// 157 MB per tensor.
-Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& options, bool keep_normalized_root,
-    linalg::Scratch& scratch, Eigenbasis* basis = nullptr) {
-  auto a = stack.to(work_type(stack));
+// A stack made ready for a solver: Â = (A + ε I)/s (ε on the diagonal for the
+// matmul-only solvers only), the scale s, the effective ε/s, and which matrices
+// are admissible (the others were replaced by I).
+struct NormalizedStack {
+  at::Tensor matrices;
+  at::Tensor admissible;
+  at::Tensor scale;
+  at::Tensor epsilon;
+};
+
+NormalizedStack normalize(const at::Tensor& a, const InverseRootOptions& options, linalg::Scratch& scratch) {
   // A matrix with a NaN/Inf entry, a non-symmetric one, or (for the matmul-only
   // solvers, which assume A ⪰ 0) one with a negative diagonal entry is solved as I
   // (so that no solver, nor eigh, sees it and the rest of the stack is
@@ -187,7 +191,16 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
     normalized.div_(1.0 + floor);
     scale = scale * (1.0 + floor);
   }
+  return {std::move(normalized), std::move(admissible), std::move(scale), std::move(epsilon)};
+}
 
+// `keep_normalized_root`: the diagnostics need Â and Â^{-1/p} after the root is
+// formed; otherwise the root is scaled in place and Â's buffer is released early.
+// Stack-sized temporaries come from `scratch`: a stack of 600 blocks of 256² is
+// 157 MB per tensor.
+Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& options, bool keep_normalized_root,
+    linalg::Scratch& scratch, Eigenbasis* basis = nullptr) {
+  auto [normalized, admissible, scale, epsilon] = normalize(stack.to(work_type(stack)), options, scratch);
   at::Tensor eigen_ridge;
   auto root_of_normalized = normalized_root(keep_normalized_root ? normalized : std::move(normalized), epsilon, p,
       options, keep_normalized_root, basis, scratch, eigen_ridge);

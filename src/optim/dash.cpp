@@ -4,6 +4,7 @@
 #include "optim/dash_options.h"
 #include "optim/distributor.h"
 #include "optim/engine.h"
+#include "optim/parameter_checks.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>

@@ -7,9 +7,11 @@
 
 #include "blocking/stack_plan.h"
 #include "linalg/scratch.h"
+#include "optim/adamw_segment.h"
 #include "optim/block_update.h"
 #include "optim/phase_profile.h"
 #include "optim/root_refresh.h"
+#include "optim/rows.h"
 #include "optim/workspace_budget.h"
 
 #include <ATen/core/Tensor.h>
@@ -28,28 +30,6 @@ class OutputArchive;
 namespace dash::optim {
 class Distributor;
 
-/// Which blocks of a stack a piece of work touches. `take` gives the part of a
-/// stacked tensor those blocks own; `put` writes a modified part back (a no-op
-/// for views, which were modified in place).
-class Rows {
- public:
-  static Rows all(int64_t count);
-  static Rows range(int64_t start, int64_t length);
-  /// `indices`: `blocks` as an int64 tensor on the stack's device.
-  static Rows subset(std::vector<int64_t> blocks, at::Tensor indices);
-
-  at::Tensor take(const at::Tensor& full) const;
-  /// Writes back a part that take() gathered (a no-op for views, which were modified in place).
-  void put(at::Tensor& full, const at::Tensor& part) const;
-  /// The block numbers, on the host.
-  const std::vector<int64_t>& blocks() const { return blocks_; }
-
- private:
-  std::vector<int64_t> blocks_;
-  bool everything_ = false;
-  at::Tensor indices_;  // defined: gathered copies
-};
-
 struct GradientStackState {
   MomentState moments;         ///< in moment_precision, but for the float32 step counts
   std::vector<int64_t> steps;  ///< host copy of each block's t (for scheduling)
@@ -59,15 +39,6 @@ struct GradientStackState {
   /// where they are used.
   at::Tensor gathered{};
 };
-
-struct AdamWSegmentState {
-  MomentState moments;  ///< (1, 1, numel) tensors; steps per element
-  Workspace work;       ///< reused by every step (ghat, graft); not state, not saved
-};
-
-/// The parameters of `groups` as the optimizer can take them: floating point, on
-/// one device, each tensor once; else a TORCH_CHECK naming the problem.
-void check_parameters(const std::vector<torch::optim::OptimizerParamGroup>& groups);
 
 class Engine {
  public:
@@ -160,17 +131,17 @@ class Engine {
   /// Per stack of this engine's plan and block: the block's number among its
   /// parameter's blocks in the whole plan (its name in parameter_state()).
   std::vector<std::vector<int64_t>> own_block_numbers() const;
+  void decide_parameter_use();
+  void allocate_state(const std::vector<torch::optim::OptimizerParamGroup>& groups, const at::TensorOptions& to);
   void run_step(const std::vector<torch::optim::OptimizerParamGroup>& groups);
   WorkspaceBudget step_budget(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
   void convert_state_precision(const StepContext& context);
   bool collect_gradients(StepContext& context);
   void gather_gradients(const StepContext& context);
+  std::vector<at::Tensor> checked_gradients(const StepContext& context) const;
   bool gradients_usable(StepContext& context);
   void count_active_blocks(StepContext& context);
-  int64_t chunk_bytes_per_block(const StepContext& context, size_t stack) const;
   std::vector<std::vector<Rows>> chunks_per_stack(const StepContext& context) const;
-  at::Tensor bounded_failures_exceeded(const StepContext& context) const;
-  void raise_bounded_failures(const StepContext& context) const;
   at::Tensor gradient_blocks(const StepContext& context, size_t stack, const Rows& rows);
   void update_factors(StepContext& context, size_t stack, const Rows& rows);
   void refresh_roots(StepContext& context, size_t factor_stack);

@@ -97,6 +97,66 @@ void copy_entry(at::Tensor into, const at::Tensor& saved, size_t param, const st
   into.copy_(saved);
 }
 
+// Every parameter's saved entries by name, and the copies from them into an engine's
+// state.
+class SavedEntries {
+ public:
+  SavedEntries(const std::vector<ParameterState>& states, const std::vector<int64_t>& blocks) {
+    for (size_t p = 0; p < states.size(); ++p) saved_.push_back(entries_by_name(states[p], p, blocks[p]));
+  }
+
+  at::Tensor find(size_t param, const std::string& name) const {
+    const auto found = saved_[param].find(name);
+    return found == saved_[param].end() ? at::Tensor() : found->second;
+  }
+
+  at::Tensor required(size_t param, const std::string& name) const {
+    auto tensor = find(param, name);
+    TORCH_CHECK(tensor.defined(), "dash::Dash: parameter ", param, "'s state has no '", name,
+        "' (one rank's state dict on another world size? load_sharded_state_dicts takes every rank's)");
+    return tensor;
+  }
+
+  // Moments: each one this engine keeps is required, and none it does not keep may
+  // be given. `part` gives a moment's part that holds the parameter's (or block's).
+  template <typename Part>
+  void copy_moments(const MomentState& into, size_t param, const std::string& prefix, Part&& part) const {
+    for (const auto& [name, tensor] : moment_fields(into)) {
+      if (tensor->defined()) {
+        copy_entry(part(*tensor), required(param, prefix + name), param, prefix + name);
+      } else {
+        TORCH_CHECK(!find(param, prefix + name).defined(), "dash::Dash: parameter ", param, "'s state has '",
+            prefix + name, "', which these options do not keep (saved with other options?)");
+      }
+    }
+  }
+
+  // One block's factor and root on `side` into row r of `factor`, with its optional
+  // rows; returns the stack's saved choices (execution, method; -1 when not saved).
+  std::pair<int64_t, int64_t> copy_factor_row(
+      FactorStackState& factor, int64_t r, size_t param, const std::string& prefix, const char* side) const {
+    const auto name = [&](const char* field) { return prefix + field + side; };
+    copy_entry(factor.factors.select(0, r), required(param, name("factor_")), param, name("factor_"));
+    copy_entry(factor.roots.select(0, r), required(param, name("root_")), param, name("root_"));
+    const auto vectors = find(param, name("eigenvectors_"));
+    const auto valid = find(param, name("eigenbasis_valid_"));
+    TORCH_CHECK(vectors.defined() == valid.defined(), "dash::Dash: parameter ", param, "'s state has one of '",
+        name("eigenvectors_"), "' and '", name("eigenbasis_valid_"), "' without the other");
+    copy_optional_row(factor, OptionalRow::ConsecutiveFailures, r, find(param, name("consecutive_failures_")),
+        name("consecutive_failures_"));
+    copy_optional_row(factor, OptionalRow::Eigenvectors, r, vectors, name("eigenvectors_"));
+    copy_optional_row(factor, OptionalRow::EigenbasisValid, r, valid, name("eigenbasis_valid_"));
+    const auto choice = find(param, name("root_choice_"));
+    TORCH_CHECK(!choice.defined() || choice.numel() == 2, "dash::Dash: parameter ", param, "'s '", name("root_choice_"),
+        "' must hold 2 numbers");
+    const auto values = choice.defined() ? choice.to(at::kCPU, at::kLong) : at::full({2}, -1, at::kLong);
+    return {values[0].item<int64_t>(), values[1].item<int64_t>()};
+  }
+
+ private:
+  std::vector<std::map<std::string, at::Tensor>> saved_;
+};
+
 }  // namespace
 
 std::vector<std::vector<int64_t>> Engine::own_block_numbers() const {
@@ -164,59 +224,20 @@ void Engine::load_parameter_states(const std::vector<ParameterState>& states, co
   TORCH_INTERNAL_ASSERT(steps_taken_ == 0, "Engine::load_parameter_states: into a fresh engine only");
   TORCH_CHECK(states.size() == params_.size(), "dash::Dash: the state is for ", states.size(),
       " parameters, this optimizer has ", params_.size());
-  const auto blocks = blocking::blocks_per_parameter(whole_plan_);
-  std::vector<std::map<std::string, at::Tensor>> saved;
-  for (size_t p = 0; p < states.size(); ++p) saved.push_back(entries_by_name(states[p], p, blocks[p]));
-  auto find = [&](size_t param, const std::string& name) {
-    const auto found = saved[param].find(name);
-    return found == saved[param].end() ? at::Tensor() : found->second;
-  };
-  auto required = [&](size_t param, const std::string& name) {
-    auto tensor = find(param, name);
-    TORCH_CHECK(tensor.defined(), "dash::Dash: parameter ", param, "'s state has no '", name,
-        "' (one rank's state dict on another world size? load_sharded_state_dicts takes every rank's)");
-    return tensor;
-  };
-  // Moments: each one this engine keeps is required, and none it does not keep may be given.
-  auto copy_moments = [&](const MomentState& into, size_t param, const std::string& prefix, auto&& part) {
-    for (const auto& [name, tensor] : moment_fields(into)) {
-      if (tensor->defined()) {
-        copy_entry(part(*tensor), required(param, prefix + name), param, prefix + name);
-      } else {
-        TORCH_CHECK(!find(param, prefix + name).defined(), "dash::Dash: parameter ", param, "'s state has '",
-            prefix + name, "', which these options do not keep (saved with other options?)");
-      }
-    }
-  };
+  const SavedEntries saved(states, blocking::blocks_per_parameter(whole_plan_));
   std::vector<std::set<int64_t>> executions(factors_.size()), methods(factors_.size());
   for (size_t s = 0; s < stacks_.size(); ++s) {
     const auto& stack = plan_.gradient_stacks[s];
+    const auto sides = factor_sides(stack);
     for (int64_t i = 0; i < stack.count(); ++i) {
       const auto param = static_cast<size_t>(stack.block_params[i]);
       const auto prefix = block_prefix(block_numbers_[s][i]);
-      copy_moments(stacks_[s].moments, param, prefix, [&](const at::Tensor& t) { return t.select(0, i); });
-      const auto sides = factor_sides(stack);
+      saved.copy_moments(stacks_[s].moments, param, prefix, [&](const at::Tensor& t) { return t.select(0, i); });
       for (size_t side = 0; side < sides.size(); ++side) {
         const auto k = sides[side].first;
-        auto& factor = factors_[k];
-        const auto r = sides[side].second + i;
-        const auto name = [&](const char* field) { return prefix + field + kSides[side]; };
-        copy_entry(factor.factors.select(0, r), required(param, name("factor_")), param, name("factor_"));
-        copy_entry(factor.roots.select(0, r), required(param, name("root_")), param, name("root_"));
-        const auto vectors = find(param, name("eigenvectors_"));
-        const auto valid = find(param, name("eigenbasis_valid_"));
-        TORCH_CHECK(vectors.defined() == valid.defined(), "dash::Dash: parameter ", param, "'s state has one of '",
-            name("eigenvectors_"), "' and '", name("eigenbasis_valid_"), "' without the other");
-        copy_optional_row(factor, OptionalRow::ConsecutiveFailures, r, find(param, name("consecutive_failures_")),
-            name("consecutive_failures_"));
-        copy_optional_row(factor, OptionalRow::Eigenvectors, r, vectors, name("eigenvectors_"));
-        copy_optional_row(factor, OptionalRow::EigenbasisValid, r, valid, name("eigenbasis_valid_"));
-        const auto choice = find(param, name("root_choice_"));
-        TORCH_CHECK(!choice.defined() || choice.numel() == 2, "dash::Dash: parameter ", param, "'s '",
-            name("root_choice_"), "' must hold 2 numbers");
-        const auto values = choice.defined() ? choice.to(at::kCPU, at::kLong) : at::full({2}, -1, at::kLong);
-        executions[k].insert(values[0].item<int64_t>());
-        methods[k].insert(values[1].item<int64_t>());
+        const auto choice = saved.copy_factor_row(factors_[k], sides[side].second + i, param, prefix, kSides[side]);
+        executions[k].insert(choice.first);
+        methods[k].insert(choice.second);
       }
     }
     // The host's step counts, which schedule the roots, are the saved ones.
@@ -228,7 +249,7 @@ void Engine::load_parameter_states(const std::vector<ParameterState>& states, co
     const auto& segment = plan_.adamw_segments[j];
     for (const auto param : segment.params) {
       const auto& slot = plan_.parameters[param];
-      copy_moments(segments_[j].moments, static_cast<size_t>(param), "", [&](const at::Tensor& t) {
+      saved.copy_moments(segments_[j].moments, static_cast<size_t>(param), "", [&](const at::Tensor& t) {
         return t.narrow(2, slot.offset - segment.offset, slot.numel).view(params_[param].sizes());
       });
     }

@@ -162,6 +162,47 @@ std::pair<std::set<int64_t>, std::set<int64_t>> saved_choices(
   return {executions, methods};
 }
 
+// The layout check and counters of shard r of `old_world`: its signature must be
+// `expected` (or, written by a single process, `expected_single` where not empty).
+StepCounts read_shard_counts(torch::serialize::InputArchive& archive, int64_t r, int64_t old_world,
+    const std::string& expected, const std::string& expected_single) {
+  c10::IValue layout;
+  archive.read("dash.layout", layout);
+  TORCH_CHECK(layout.toStringRef() == expected || (!expected_single.empty() && layout.toStringRef() == expected_single),
+      "dash::Dash: checkpoint shard ", r, " of ", old_world, " was not saved by rank ", r, " of ", old_world,
+      " for these parameters and options.\nshard:\n", layout.toStringRef(), "\nexpected:\n", expected);
+  StepCounts counts;
+  c10::IValue value;
+  archive.read("dash.steps_taken", value);
+  counts.steps_taken = value.toInt();
+  archive.read("dash.skipped_steps", value);
+  counts.skipped_steps = value.toInt();
+  if (archive.try_read("dash.overflow_skipped_steps", value)) counts.overflow_skipped_steps = value.toInt();
+  return counts;
+}
+
+// Block `row` of a stack of this engine (`stack`, its state `state`), whose home is
+// block old_i of stack old_s of `shard`: its moments, host step count and factor
+// rows; notes in `factor_sources` which of the shard's factor stacks they came from.
+void copy_block(GradientStackState& state, std::vector<FactorStackState>& factors, const blocking::GradientStack& stack,
+    int64_t row, const Shard& shard, size_t old_s, int64_t old_i,
+    std::vector<std::set<std::pair<size_t, int64_t>>>& factor_sources) {
+  const auto& old_plan = shard.part.plan;
+  copy_moments(state.moments, row, shard, "stack." + std::to_string(old_s), old_i);
+  int64_t first_of_stack = 0;  // the stack's first block in the shard's host step counts
+  for (size_t t = 0; t < old_s; ++t) first_of_stack += old_plan.gradient_stacks[t].count();
+  state.steps[row] = shard.host_steps.at(static_cast<size_t>(first_of_stack + old_i));
+  const auto& old_stack = old_plan.gradient_stacks[old_s];
+  const auto r = static_cast<size_t>(shard.rank);
+  copy_factor(
+      factors[stack.left_stack], stack.left_offset + row, shard, old_stack.left_stack, old_stack.left_offset + old_i);
+  factor_sources[stack.left_stack].insert({r, old_stack.left_stack});
+  if (stack.one_sided) return;
+  copy_factor(factors[stack.right_stack], stack.right_offset + row, shard, old_stack.right_stack,
+      old_stack.right_offset + old_i);
+  factor_sources[stack.right_stack].insert({r, old_stack.right_stack});
+}
+
 }  // namespace
 
 // Each shard's layout is checked against the one its rank would have now (same
@@ -177,30 +218,22 @@ void Engine::load_resharded(std::vector<torch::serialize::InputArchive>& archive
   const auto old_world = static_cast<int64_t>(archives.size());
   std::vector<Shard> shards(archives.size());
   for (int64_t r = 0; r < old_world; ++r) {
-    auto& archive = archives[r];
     auto& shard = shards[r];
     shard.rank = r;
     shard.part = rank_part(whole_plan_, blocking_, r, old_world);
-    const auto& plan = shard.part.plan;
-    const auto stacks = plan.gradient_stacks.size(), factors = plan.factor_stacks.size();
-    c10::IValue layout, steps;
-    archive.read("dash.layout", layout);
-    const auto expected = layout_signature_of(groups, stacks, factors, std::pair(r, old_world));
-    TORCH_CHECK(layout.toStringRef() == expected ||
-                    (old_world == 1 && layout.toStringRef() == layout_signature_of(groups, stacks, factors, {})),
-        "dash::Dash: checkpoint shard ", r, " of ", old_world, " was not saved by rank ", r, " of ", old_world,
-        " for these parameters and options.\nshard:\n", layout.toStringRef(), "\nexpected:\n", expected);
-    archive.read("dash.steps_taken", steps);
-    TORCH_CHECK(r == 0 || steps.toInt() == steps_taken_, "dash::Dash: checkpoint shards of different steps (rank 0 at ",
-        steps_taken_, ", rank ", r, " at ", steps.toInt(), ")");
+    const auto stacks = shard.part.plan.gradient_stacks.size(), factors = shard.part.plan.factor_stacks.size();
+    const auto counts = read_shard_counts(archives[r], r, old_world,
+        layout_signature_of(groups, stacks, factors, std::pair(r, old_world)),
+        old_world == 1 ? layout_signature_of(groups, stacks, factors, {}) : std::string());
+    TORCH_CHECK(r == 0 || counts.steps_taken == steps_taken_,
+        "dash::Dash: checkpoint shards of different steps (rank 0 at ", steps_taken_, ", rank ", r, " at ",
+        counts.steps_taken, ")");
     if (r == 0) {
-      steps_taken_ = steps.toInt();
-      c10::IValue value;
-      archive.read("dash.skipped_steps", value);
-      skipped_steps_ = value.toInt();
-      if (archive.try_read("dash.overflow_skipped_steps", value)) overflow_skipped_steps_ = value.toInt();
+      steps_taken_ = counts.steps_taken;
+      skipped_steps_ = counts.skipped_steps;
+      overflow_skipped_steps_ = counts.overflow_skipped_steps;
     }
-    read_state(archive, shard);
+    read_state(archives[r], shard);
   }
   const auto homes = homes_of(shards);
   const auto own = rank_part(
@@ -210,21 +243,7 @@ void Engine::load_resharded(std::vector<torch::serialize::InputArchive>& archive
     const auto& stack = plan_.gradient_stacks[s];
     for (size_t i = 0; i < own.origin.blocks[s].size(); ++i) {
       const auto [r, old_s, old_i] = homes.blocks.at({own.origin.stacks[s], own.origin.blocks[s][i]});
-      const auto& shard = shards[r];
-      const auto& old_plan = shard.part.plan;
-      const auto row = static_cast<int64_t>(i);
-      copy_moments(stacks_[s].moments, row, shard, "stack." + std::to_string(old_s), old_i);
-      int64_t first_of_stack = 0;  // the stack's first block in the shard's host step counts
-      for (size_t t = 0; t < old_s; ++t) first_of_stack += old_plan.gradient_stacks[t].count();
-      stacks_[s].steps[i] = shard.host_steps.at(static_cast<size_t>(first_of_stack + old_i));
-      const auto& old_stack = old_plan.gradient_stacks[old_s];
-      copy_factor(factors_[stack.left_stack], stack.left_offset + row, shard, old_stack.left_stack,
-          old_stack.left_offset + old_i);
-      factor_sources[stack.left_stack].insert({r, old_stack.left_stack});
-      if (stack.one_sided) continue;
-      copy_factor(factors_[stack.right_stack], stack.right_offset + row, shard, old_stack.right_stack,
-          old_stack.right_offset + old_i);
-      factor_sources[stack.right_stack].insert({r, old_stack.right_stack});
+      copy_block(stacks_[s], factors_, stack, static_cast<int64_t>(i), shards[r], old_s, old_i, factor_sources);
     }
   }
   for (size_t k = 0; k < factors_.size(); ++k) {

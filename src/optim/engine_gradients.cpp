@@ -1,0 +1,192 @@
+// The step's gradients in (Engine's "copies" phase): which parameters have one, the
+// check that decides whether the step is taken, and the gathers of gradient blocks
+// into the stacks' buffers.
+
+#include "optim/engine.h"
+
+#include "linalg/matrix_transfer.h"
+#include "linalg/stack_reductions.h"
+#include "optim/engine_step_context.h"
+#include "optim/host_masks.h"
+#include "optim/parameter_checks.h"
+#include "optim/root_failure_limit.h"
+#include "optim/unusable_gradients.h"
+
+#include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+
+namespace dash::optim {
+
+// Which parameters have a gradient this step, as the distributor makes them; rejects
+// gradients the step cannot use. Returns false when there is nothing to do: no
+// parameter with an element has a gradient (such a step is not counted, as
+// torch.optim's optimizers create no state; ranks decide that together).
+bool Engine::collect_gradients(StepContext& context) {
+  context.has_grad = parameters_with_gradients(params_, param_shapes_);
+  // Under Zero, their gradients are averaged over the ranks now.
+  return distributor_->receive_gradients(params_, context.has_grad, profile_);
+}
+
+// The gradients this process uses, for the check: with every gradient gathered, the
+// gathered buffers (each element this process uses is in a stack or a segment, as
+// float32); within a workspace limit, which gathers the blocks chunk by chunk later,
+// the gradients of the parameters whose blocks or segments this process computes.
+std::vector<at::Tensor> Engine::checked_gradients(const StepContext& context) const {
+  std::vector<at::Tensor> checked;
+  if (context.keep_gradients) {
+    for (const auto& stack : stacks_) checked.push_back(stack.gathered);
+    checked.push_back(adamw_grad_);
+    return checked;
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (context.has_grad[i] && param_use_[i] == ParamUse::Whole) checked.push_back(params_[i].grad());
+  }
+  // A parameter only some of whose blocks are this rank's: the rectangles of those
+  // blocks' regions, as matrices whose rows are contiguous (one pass each, no copy;
+  // under Zero the other blocks hold this rank's own, unaveraged gradients).
+  for (const auto& stack : plan_.gradient_stacks) {
+    for (const auto& region : stack.regions) {
+      const auto i = static_cast<size_t>(region.param);
+      if (!context.has_grad[i] || param_use_[i] != ParamUse::Part) continue;
+      checked.push_back(blocking::as_matrix(params_[i].grad(), plan_.parameters[i].view)
+                            .narrow(0, region.row, region.grid_rows * region.block_rows)
+                            .narrow(1, region.col, region.grid_cols * region.block_cols));
+    }
+  }
+  return checked;
+}
+
+// The step's one read back to the host: the largest magnitude of the checked
+// gradients (NaN when an entry is NaN: the reductions propagate it), one pass over
+// them all and no mask (linalg::largest_magnitude_of_list), and whether a root
+// failure limit is exceeded, both as every rank sees them (the distributor's
+// maximum over the ranks, so that all decide alike); with them the count of
+// factors reset so far, so that a reset is announced without a read of its own.
+// Returns false when the step is to be skipped: a non-finite gradient
+// (non_finite_gradients) or one above overflow_limit() (always skipped: the
+// float32 statistics would overflow and no later root could be computed).
+bool Engine::gradients_usable(StepContext& context) {
+  // (No gradient elements at all: nothing to skip for; a zero stands in, on the
+  // parameters' device like the rest of the decision.)
+  const auto largest_magnitude = linalg::largest_magnitude_of_list(checked_gradients(context)).to(adamw_grad_.device());
+  auto exceeded = root_failure_limit_exceeded(plan_.factor_stacks, factors_, *context.groups);
+  if (!exceeded.defined()) exceeded = at::zeros({}, largest_magnitude.options());
+  const auto decided = distributor_->maximum_over_ranks(at::stack({largest_magnitude, exceeded}));
+  const auto host = at::cat({decided, factor_resets_total_.to(at::kFloat).view({1})}).cpu();
+  // Before anything of this step changes: the failures of earlier steps.
+  if (host[1].item<double>() > 0.0) raise_root_failure_limit(plan_.factor_stacks, factors_, *context.groups);
+  const double largest = host[0].item<double>();
+  const auto resets = static_cast<int64_t>(host[2].item<double>());
+  if (resets > factor_resets_reported_) {
+    TORCH_WARN("dash::Dash: ", resets - factor_resets_reported_,
+        " factor(s) had overflowed, or were about to (entries above FLT_MAX/(16 b)), and were restarted from zero "
+        "at the last root computation; diagnostics().factor_stacks[k].factor_resets counts them");
+    factor_resets_reported_ = resets;
+  }
+  if (largest <= overflow_limit_) return true;  // false for NaN
+  auto policy = [&](size_t i) { return context.options(plan_.parameters[i].group).non_finite_gradients(); };
+  const auto reason =
+      judge_unusable_gradients(params_, context.has_grad, policy, largest, overflow_limit_, *distributor_);
+  ++(reason == SkipReason::Overflow ? overflow_skipped_steps_ : skipped_steps_);
+  return false;
+}
+
+// Moves the AdamW parameters' gradients into their packed segments and, without a
+// workspace limit, each gradient into its blocks' stacks, a strided view per
+// region (a parameter that tiles into B × B blocks is one region): one transfer
+// of all of them (linalg/matrix_transfer.h), no flat concatenation of all gradients.
+void Engine::gather_gradients(const StepContext& context) {
+  std::vector<linalg::ViewPair> regions;
+  for (size_t s = 0; s < stacks_.size() && context.keep_gradients; ++s) {
+    const auto& stack = plan_.gradient_stacks[s];
+    auto& gathered = stacks_[s].gathered;
+    if (!gathered.defined()) gathered = at::empty({stack.count(), stack.rows, stack.cols}, adamw_grad_.options());
+    for (const auto& region : stack.regions) {
+      const auto i = static_cast<size_t>(region.param);
+      auto blocks = blocking::region_in_stack(gathered, region);
+      if (context.has_grad[i]) {
+        regions.push_back({blocks,
+            blocking::region_in_matrix(blocking::as_matrix(params_[i].grad(), plan_.parameters[i].view), region)});
+      } else {
+        blocks.zero_();  // what the finiteness check reads there must not be a skipped step's NaN
+      }
+    }
+  }
+  for (size_t j = 0; j < segments_.size(); ++j) {
+    const auto& segment = plan_.adamw_segments[j];
+    for (auto i : segment.params) {
+      const auto& slot = plan_.parameters[i];
+      auto part = adamw_grad_.narrow(0, segment_offsets_[j] + slot.offset - segment.offset, slot.numel);
+      if (context.has_grad[i]) {
+        regions.push_back({part, params_[i].grad().reshape(-1)});
+      } else {
+        part.zero_();
+      }
+    }
+  }
+  linalg::transfer_matrices(regions, linalg::Transfer::Copy);
+  // maximize: the step descends along −G (negation is exact: G's statistics are
+  // what they would be for −G, the updates flip).
+  for (size_t s = 0; s < stacks_.size() && context.keep_gradients; ++s) {
+    if (context.options(plan_.gradient_stacks[s].group).maximize()) stacks_[s].gathered.neg_();
+  }
+  for (size_t j = 0; j < segments_.size(); ++j) {
+    const auto& segment = plan_.adamw_segments[j];
+    if (context.options(segment.group).maximize()) adamw_grad_.narrow(0, segment_offsets_[j], segment.numel).neg_();
+  }
+}
+
+// The gradient blocks of `rows`, (rows, block_rows, block_cols): from the stack's
+// gathered buffer (the buffer itself, a slice, or for a scattered subset a copy),
+// or within a workspace limit gathered from the parameters' gradients into a
+// chunk buffer.
+at::Tensor Engine::gradient_blocks(const StepContext& context, size_t s, const Rows& rows) {
+  ScopedPhase phase(profile_, Phase::Copies);
+  const auto& gathered = stacks_[s].gathered;
+  if (gathered.defined()) return rows.take(gathered);
+  const auto& stack = plan_.gradient_stacks[s];
+  auto blocks =
+      block_scratch_.empty({static_cast<int64_t>(rows.blocks().size()), stack.rows, stack.cols}, adamw_grad_.options());
+  std::vector<at::Tensor> matrices(params_.size());  // a gradient's matrix view, once per parameter
+  std::vector<linalg::ViewPair> pairs;
+  for (const auto& piece : blocking::regions_of_blocks(stack.regions, rows.blocks())) {
+    auto& matrix = matrices[piece.param];
+    if (!matrix.defined())
+      matrix = blocking::as_matrix(params_[piece.param].grad(), plan_.parameters[piece.param].view);
+    pairs.push_back({blocking::region_in_stack(blocks, piece), blocking::region_in_matrix(matrix, piece)});
+  }
+  linalg::transfer_matrices(pairs, linalg::Transfer::Copy);
+  return context.options(stack.group).maximize() ? blocks.neg_() : blocks;
+}
+
+// Host bookkeeping: which blocks have a gradient this step, and their t.
+void Engine::count_active_blocks(StepContext& context) {
+  const auto device = params_.front().device();
+  context.active.resize(stacks_.size());
+  for (size_t s = 0; s < stacks_.size(); ++s) {
+    const auto& stack = plan_.gradient_stacks[s];
+    std::vector<bool> mask(stack.count(), false);
+    for (int64_t b = 0; b < stack.count(); ++b) {
+      if (context.has_grad[stack.block_params[b]]) {
+        context.active[s].push_back(b);
+        mask[b] = true;
+        ++stacks_[s].steps[b];
+      }
+    }
+    const bool complete = static_cast<int64_t>(context.active[s].size()) == stack.count();
+    context.stack_complete.push_back(complete);
+    const auto start_step = context.options(stack.group).start_step();
+    const auto started = std::count_if(context.active[s].begin(), context.active[s].end(),
+        [&](int64_t b) { return stacks_[s].steps[b] >= start_step; });
+    context.mixed_start.push_back(started > 0 && started < static_cast<int64_t>(context.active[s].size()));
+    if (complete) {
+      stacks_[s].moments.steps.add_(1);
+    } else if (!context.active[s].empty()) {
+      stacks_[s].moments.steps.add_(bool_mask(mask, device).view({-1, 1, 1}));
+    }
+  }
+}
+
+}  // namespace dash::optim

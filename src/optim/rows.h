@@ -1,0 +1,42 @@
+#pragma once
+
+// Which blocks of a stack a piece of the step's work touches, and how a stack's
+// blocks with a gradient are cut into such pieces (chunks).
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace dash::optim {
+
+/// Which blocks of a stack a piece of work touches. `take` gives the part of a
+/// stacked tensor those blocks own; `put` writes a modified part back (a no-op
+/// for views, which were modified in place).
+class Rows {
+ public:
+  static Rows all(int64_t count);
+  static Rows range(int64_t start, int64_t length);
+  /// `indices`: `blocks` as an int64 tensor on the stack's device.
+  static Rows subset(std::vector<int64_t> blocks, at::Tensor indices);
+
+  at::Tensor take(const at::Tensor& full) const;
+  /// Writes back a part that take() gathered (a no-op for views, which were modified in place).
+  void put(at::Tensor& full, const at::Tensor& part) const;
+  /// The block numbers, on the host.
+  const std::vector<int64_t>& blocks() const { return blocks_; }
+
+ private:
+  std::vector<int64_t> blocks_;
+  bool everything_ = false;
+  at::Tensor indices_;  // defined: gathered copies
+};
+
+/// The blocks `active` (ascending) of a stack of `stack_count` blocks in chunks of
+/// at most `chunk_size`: each the whole stack, a range of it, or a subset (whose
+/// indices go to `device` once for all chunks, not once per chunk or phase).
+std::vector<Rows> chunk_rows(
+    const std::vector<int64_t>& active, int64_t stack_count, int64_t chunk_size, const c10::Device& device);
+
+}  // namespace dash::optim
