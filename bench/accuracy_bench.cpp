@@ -49,7 +49,9 @@ Variant variant(const std::string& name, double minimax_interval_min) {
                                      .interval_min(minimax_interval_min))};
   }
   const auto method = parse_root_method(name);
-  if (method == RootMethod::EVD) throw std::invalid_argument("--methods: evd has no step count to sweep");
+  if (!solver_traits(method).matmul_only) {
+    throw std::invalid_argument("--methods: " + name + " has no step count to sweep");
+  }
   return {name, InverseRootOptions().method(method).newton_db(iteration)};
 }
 
@@ -128,15 +130,28 @@ Sweep sweep(const at::Tensor& input, const at::Tensor& reference, const InverseR
 
 }  // namespace
 
+std::string accuracy_method_names() {
+  std::string names;
+  auto add = [&](const std::string& name) { names += (names.empty() ? "" : ",") + name; };
+  for (auto method : kSolverMethods) {
+    if (!solver_traits(method).matmul_only) continue;
+    add(to_string(method));
+    if (method != RootMethod::NewtonDB) continue;
+    for (auto polynomial : {NewtonDBPolynomial::Minimax3, NewtonDBPolynomial::Minimax5}) {
+      add("ndb-" + to_string(polynomial));
+    }
+  }
+  return names;
+}
+
 int run_accuracy_bench(const std::vector<std::string>& args) {
   Arguments arguments(
       args, {{"b", integer_option("128", 2, 4096)}, {"count", integer_option("8", 1)},
                 {"p", integer_option("4", 1, 64)}, {"conds", real_list_option("1e2,1e4,1e6", 1, 1e12)},
-                {"methods", "cn,ndb,ndb-minimax3,ndb-minimax5,chebyshev"}, {"scalings", "fro,pi,multi-pi"},
-                {"precisions", "fp32,fp16,bf16"}, {"max-steps", integer_option("30", 1, 200)},
-                {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)}, {"epsilon", real_option("0", 0)},
-                {"device", "cpu"}, {"warmup", integer_option("1", 0)}, {"reps", integer_option("3", 1)},
-                {"seed", integer_option("0", 0)}, {"json", output_file_option()}});
+                {"methods", accuracy_method_names()}, {"scalings", "fro,pi,multi-pi"}, {"precisions", "fp32,fp16,bf16"},
+                {"max-steps", integer_option("30", 1, 200)}, {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)},
+                {"epsilon", real_option("0", 0)}, {"device", "cpu"}, {"warmup", integer_option("1", 0)},
+                {"reps", integer_option("3", 1)}, {"seed", integer_option("0", 0)}, {"json", output_file_option()}});
   const int64_t b = arguments.integer("b");
   const int64_t count = arguments.integer("count");
   const int64_t p = arguments.integer("p");

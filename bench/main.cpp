@@ -20,18 +20,24 @@
 int main(int argc, char** argv) {
   const std::string usage =
       "usage: dash-bench solvers [--preset quick|full] [--device cpu|cuda] [--p 4] [--cond 1e3]\n"
-      "                          [--methods evd,cn,ndb,chebyshev] [--warmup 1] [--reps 3] [--json PATH]\n"
+      "                          [--methods " +
+      dash::bench::solver_method_names() +
+      "] [--warmup 1] [--reps 3] [--json PATH]\n"
       "                          [--warm-start 0|1] [--ema-beta 0.95] [--ema-steps 10] [--eigen-tolerances "
       "0.02,0.05,0.1]\n"
       "                          [--tf32 0|1]\n"
       "                          (--warm-start 1: the matrices are factors after --ema-steps EMA updates, and\n"
       "                           evd-warm rows start from the eigenbasis before them, once per tolerance)\n"
       "       dash-bench accuracy [--b 128] [--count 8] [--p 4] [--conds 1e2,1e4,1e6]\n"
-      "                       [--methods cn,ndb,ndb-minimax3,ndb-minimax5,chebyshev] [--scalings fro,pi,multi-pi]\n"
+      "                       [--methods " +
+      dash::bench::accuracy_method_names() +
+      "] [--scalings fro,pi,multi-pi]\n"
       "                       [--precisions fp32,fp16,bf16] [--max-steps 30] [--minimax-interval-min 1e-6]\n"
       "                       [--epsilon 0] [--device cpu|cuda] [--warmup 1] [--reps 3] [--json PATH]\n"
       "       dash-bench step [--preset llama-tiny|llama-953m|smoke] [--layers N] [--shapes 512x512,512]\n"
-      "                       [--block 256] [--frequencies 1,10] [--methods evd,cn,ndb,chebyshev]\n"
+      "                       [--block 256] [--frequencies 1,10] [--methods " +
+      dash::bench::solver_method_names() +
+      "]\n"
       "                       [--scalings fro,pi,multi-pi] [--precisions fp32,fp16,bf16] [--baseline 1]\n"
       "                       [--warmup 1] [--steps K] [--device cpu|cuda] [--profile 0|1] [--json PATH]\n"
       "                       [--executions batched,auto] [--interleave 0|1] [--eigen-tolerances 0,0.05]\n"

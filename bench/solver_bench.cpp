@@ -62,7 +62,7 @@ std::vector<Configuration> configurations(const std::vector<std::string>& method
           "dash-bench step --methods auto measures it");
     }
     for (auto precision : precisions) {
-      if (method == RootMethod::EVD) {  // EVD uses no spectral scaling
+      if (!solver_traits(method).matmul_only) {  // a factorisation uses no spectral scaling
         result.push_back({method, Scaling::Frobenius, precision});
         continue;
       }
@@ -146,7 +146,7 @@ Row solve_from_scratch(const Configuration& config, const Shape& shape, const In
                     .epsilon(settings.epsilon)
                     .scaling(SpectralScaleOptions().method(config.scaling))
                     .newton_db(NewtonDBOptions().evaluation(NewtonDBEvaluation::Matmuls));
-  const bool uses_scaling = config.method != RootMethod::EVD;
+  const bool uses_scaling = solver_traits(config.method).matmul_only;
   Row row{to_string(config.method), uses_scaling ? to_string(config.scaling) : "-", config.precision};
   row.timing =
       time_it([&] { return inverse_root(inputs.input, settings.p, solver); }, settings.warmup, settings.repetitions);

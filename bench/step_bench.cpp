@@ -343,7 +343,7 @@ std::vector<std::pair<std::string, InverseRootOptions>> method_variants(const Ar
   } else {
     variants.emplace_back(std::string(), root);
   }
-  if (method == RootMethod::CoupledNewton || method == RootMethod::NewtonDB) {  // once per Newton step count
+  if (solver_traits(method).newton_iteration) {  // once per Newton step count
     std::vector<std::pair<std::string, InverseRootOptions>> per_step_count;
     for (const int64_t steps : arguments.integers("newton-steps")) {
       for (const auto& variant : variants) {
@@ -383,7 +383,8 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
   for (const auto& method_name : arguments.list("methods")) {
     const auto method = parse_root_method(method_name);
     std::vector<std::string> scalings = arguments.list("scalings");
-    if (method == RootMethod::EVD) scalings = {"fro"};  // EVD uses no spectral scaling
+    // A factorisation uses no spectral scaling (Auto's matmul trials take the scalings).
+    if (method != RootMethod::Auto && !solver_traits(method).matmul_only) scalings = {"fro"};
     const auto variants = method_variants(arguments, method);
     for (const auto& precision_name : arguments.list("precisions")) {
       const auto precision = parse_matmul_precision(precision_name);

@@ -39,6 +39,35 @@ enum class RootMethod {
 inline constexpr RootMethod kSolverMethods[] = {
     RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev};
 
+/// What sets a solver apart, for code that treats solvers alike except in these
+/// respects (a benchmark's sweep, a test's tolerance) and so filters kSolverMethods
+/// instead of listing methods of its own. A new solver answers here (the switch
+/// has no default, so the compiler names a method left out).
+struct SolverTraits {
+  /// Roots by matrix products alone, from a spectral scale (SpectralScaleOptions
+  /// applies); false for a factorisation (EVD).
+  bool matmul_only = false;
+  /// A Newton iteration: NewtonOptions' step count and tolerance apply.
+  bool newton_iteration = false;
+  /// A polynomial of fixed degree: its error is its approximation's on the
+  /// interval, not the iteration's convergence to rounding.
+  bool fixed_degree = false;
+};
+
+constexpr SolverTraits solver_traits(RootMethod method) {
+  switch (method) {
+    case RootMethod::EVD:
+    case RootMethod::Auto:
+      return {};
+    case RootMethod::CoupledNewton:
+    case RootMethod::NewtonDB:
+      return {true, true, false};
+    case RootMethod::Chebyshev:
+      return {true, false, true};
+  }
+  return {};
+}
+
 /// How EVD repairs the eigenvalues λ of A before inverting them (ε is the options'
 /// epsilon). For positive semi-definite A, Shampoo and AbsAdd give (A + εI)^{-1/p}.
 enum class EigenHeuristic {

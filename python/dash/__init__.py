@@ -31,9 +31,18 @@ __all__ = [
     "inverse_root",
     "inverse_root_with_diagnostics",
     "no_reduce_hook",
+    "solver_methods",
 ]
 
 __version__ = "0.1.0"
+
+
+def solver_methods():
+    """Every root solver's name (what ``root_method`` and ``method`` take, but "auto"),
+    with its traits: ``matmul_only`` (roots by matrix products from a spectral scale),
+    ``newton_iteration`` (``newton_steps`` applies), ``fixed_degree`` (a polynomial
+    approximation of fixed degree). From the C++ ``dash::kSolverMethods``."""
+    return _C.solver_methods()
 
 
 def default_options():

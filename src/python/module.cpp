@@ -70,6 +70,19 @@ py::list trials_list(const std::vector<RootMethodTrial>& trials) {
   return result;
 }
 
+py::dict solver_methods() {
+  py::dict methods;
+  for (auto method : kSolverMethods) {
+    const auto traits = solver_traits(method);
+    py::dict entry;
+    entry["matmul_only"] = traits.matmul_only;
+    entry["newton_iteration"] = traits.newton_iteration;
+    entry["fixed_degree"] = traits.fixed_degree;
+    methods[py::str(to_string(method))] = entry;
+  }
+  return methods;
+}
+
 void bind_inverse_root(py::module_& module) {
   module.def(
       "inverse_root",
@@ -111,6 +124,8 @@ void bind_inverse_root(py::module_& module) {
         });
       },
       py::arg("matrices"));
+  module.def("solver_methods", solver_methods,
+      "Every root solver's name (C++ dash::kSolverMethods) with its traits (dash::SolverTraits).");
   module.def(
       "default_options", [] { return to_dict(DashOptions()); }, "Every dash.Dash keyword with its default value.");
   module.def(

@@ -75,7 +75,7 @@ TEST_P(NewtonConvergence, ToleranceStopsEarlyAtACheckStep) {
   EXPECT_LE(inverse_root_with_diagnostics(a, 2, with_steps(matched)).residual.max().item<double>(), 1e-3);
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, NewtonConvergence, ::testing::Values(RootMethod::CoupledNewton, RootMethod::NewtonDB),
+INSTANTIATE_TEST_SUITE_P(Methods, NewtonConvergence, ::testing::ValuesIn(dash::testing::newton_solvers()),
     [](const auto& info) { return to_string(info.param); });
 
 // The paper's scaling claim at b = 256, on a Shampoo-like factor: a Wishart matrix
@@ -99,7 +99,7 @@ TEST(ScalingClaim, PowerIterationNeedsFewerStepsThanFrobeniusAtB256) {
   auto a = at::matmul(g, g.transpose(1, 2)) / 384.0;
   auto reference = testing::eigh_inverse_root(a, 0.0, 4);
   auto input = a.to(at::kFloat);
-  for (auto method : {RootMethod::CoupledNewton, RootMethod::NewtonDB}) {
+  for (auto method : dash::testing::newton_solvers()) {
     auto frobenius = steps_to_reach(input, reference, method, Scaling::Frobenius);
     auto power = steps_to_reach(input, reference, method, Scaling::PowerIteration);
     auto multi = steps_to_reach(input, reference, method, Scaling::MultiPowerIteration);

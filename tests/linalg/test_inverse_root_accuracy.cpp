@@ -101,7 +101,7 @@ TEST_P(IllConditioned, Float32SolversReachTheFloat32Floor) {
   const double condition = 1e4;
   auto spectrum = log_spaced_spectrum(3, b, condition, 78);
   auto reference = reference_inverse_root(spectrum, 0.0, p);
-  for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB}) {
+  for (auto method : dash::testing::converging_solvers()) {
     auto options = dash::testing::solver_options(method).epsilon(0.0).newton(NewtonOptions().steps(30));
     auto root = inverse_root(spectrum.matrices.to(at::kFloat), p, options);
     EXPECT_LE(max_relative_error(root, reference), float32_floor(condition, b, p)) << to_string(method);
@@ -159,7 +159,7 @@ TEST(InverseRootAccuracy, RelativeEpsilonRidgesByTheLargestEigenvalue) {
   for (double top : {1e-6, 1e3}) {
     auto spectrum = log_spaced_spectrum(2, 32, 1e6, 9, top);
     const auto reference = reference_inverse_root(spectrum, relative * top, 4);
-    for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB}) {
+    for (auto method : dash::testing::converging_solvers()) {
       auto options = dash::testing::solver_options(method).epsilon(0.0).relative_epsilon(relative);
       options.newton().steps(20);
       auto root = inverse_root(spectrum.matrices.to(at::kFloat), 4, options);
@@ -178,7 +178,7 @@ TEST(InverseRootAccuracy, RelativeEpsilonKeepsTheNormalisedSpectrumInRange) {
   auto spectrum = testing::with_eigenvalues(eigenvalues, 10);
   const double relative = 0.5;
   const auto reference = reference_inverse_root(spectrum, relative * 3.0, 4);
-  for (auto method : {RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+  for (auto method : dash::testing::matmul_solvers()) {
     auto options = dash::testing::solver_options(method).epsilon(0.0).relative_epsilon(relative);
     options.scaling().method(Scaling::Frobenius);
     EXPECT_LE(max_relative_error(inverse_root(spectrum.matrices.to(at::kFloat), 4, options), reference), 1e-4)

@@ -5,8 +5,27 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <vector>
+
 namespace dash {
 namespace {
+
+// kSolverMethods is the one list of solvers: every RootMethod but Auto, each once
+// (Auto is the last enumerator), and a Newton iteration or a fixed-degree
+// polynomial is a matmul-only solver.
+TEST(SolverMethods, EveryMethodButAutoOnceWithConsistentTraits) {
+  std::vector<int> seen(static_cast<size_t>(RootMethod::Auto) + 1, 0);
+  for (auto method : kSolverMethods) ++seen.at(static_cast<size_t>(method));
+  for (size_t m = 0; m < seen.size(); ++m) {
+    EXPECT_EQ(seen[m], static_cast<RootMethod>(m) == RootMethod::Auto ? 0 : 1) << to_string(static_cast<RootMethod>(m));
+  }
+  for (auto method : kSolverMethods) {
+    const auto traits = solver_traits(method);
+    if (traits.newton_iteration || traits.fixed_degree) EXPECT_TRUE(traits.matmul_only) << to_string(method);
+    EXPECT_FALSE(traits.newton_iteration && traits.fixed_degree) << to_string(method);
+  }
+  EXPECT_FALSE(solver_traits(RootMethod::EVD).matmul_only);
+}
 
 TEST(OptionNames, RoundTripAndAliases) {
   for (auto m : kSolverMethods) {

@@ -118,7 +118,7 @@ TEST(SixteenBitPaths, EveryRootAndInputTypeWithinItsRoundingBound) {
     auto spectrum = log_spaced_spectrum(3, b, condition, 53);
     for (auto precision : {MatmulPrecision::BF16, MatmulPrecision::FP16}) {
       const double u16 = precision == MatmulPrecision::BF16 ? 3.9e-3 : 4.9e-4;
-      for (auto method : {RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev, RootMethod::EVD}) {
+      for (auto method : kSolverMethods) {
         for (int64_t p : {1, 3, 8}) {
           if (method == RootMethod::NewtonDB && p == 3) continue;  // powers of two only
           const double bound = 10.0 * std::pow(condition, 1.0 / p) * std::sqrt(static_cast<double>(b)) * u16;
@@ -145,7 +145,7 @@ TEST(SixteenBitPaths, EveryRootAndInputTypeWithinItsRoundingBound) {
         }
       }
       // One Newton step: Z₁ = E₀ (NDB) and X₁ (CN) come back as they are.
-      for (auto method : {RootMethod::CoupledNewton, RootMethod::NewtonDB}) {
+      for (auto method : dash::testing::newton_solvers()) {
         auto one_step =
             dash::testing::solver_options(method).precision(precision).epsilon(0.0).newton(NewtonOptions().steps(1));
         auto root = inverse_root(spectrum.matrices.to(at::kDouble), 4, one_step);
@@ -164,7 +164,7 @@ std::string combination_name(const ::testing::TestParamInfo<Combination>& info) 
 }
 
 INSTANTIATE_TEST_SUITE_P(Iterative, EveryCombination,
-    ::testing::Combine(::testing::Values(RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev),
+    ::testing::Combine(::testing::ValuesIn(dash::testing::matmul_solvers()),
         ::testing::Values(Scaling::Frobenius, Scaling::PowerIteration, Scaling::MultiPowerIteration),
         ::testing::Values(MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16)),
     combination_name);

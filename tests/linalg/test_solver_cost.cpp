@@ -58,7 +58,7 @@ double issued_flops(int64_t count, int64_t b, int64_t p, const InverseRootOption
 }
 
 TEST(SolverCost, FormulaEqualsTheMatmulsTheSolversIssue) {
-  for (auto method : {RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+  for (auto method : dash::testing::matmul_solvers()) {
     for (auto polynomial :
         {NewtonDBPolynomial::NewtonSchulz, NewtonDBPolynomial::Minimax3, NewtonDBPolynomial::Minimax5}) {
       if (method != RootMethod::NewtonDB && polynomial != NewtonDBPolynomial::NewtonSchulz) continue;
@@ -137,7 +137,7 @@ TEST(SolverCost, ChebyshevIsDegreeMinusOneMatmulsPlusPowerIteration) {
 // of one panel (12) and of several (96, ragged 100).
 TEST(SolverCost, DeviceCountEqualsTheMatmulsAsRun) {
   const at::Device cpu(at::kCPU);
-  for (auto method : {RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+  for (auto method : dash::testing::matmul_solvers()) {
     for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::BF16}) {
       for (int64_t b : {12, 96, 100}) {
         auto options =
@@ -200,10 +200,8 @@ TEST(SolverWorkspace, BoundHoldsTheAllocatorsPeak) {
         for (int variant = 0; variant < 6; ++variant) {
           auto options = variant == 4 ? testing::with_evaluation(
                                             InverseRootOptions().method(RootMethod::NewtonDB), NewtonDBEvaluation::Eigh)
-                         : variant == 5
-                             ? InverseRootOptions().method(RootMethod::EVD)
-                             : testing::solver_options(std::vector<RootMethod>{RootMethod::EVD,
-                                   RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}[variant]);
+                         : variant == 5 ? InverseRootOptions().method(RootMethod::EVD)
+                                        : testing::solver_options(kSolverMethods[variant]);
           options.precision(precision);
           const bool warm = variant == 5;
           if (warm) options.eigen().refresh_tolerance(0.05);

@@ -361,7 +361,7 @@ TEST(StackBlas, MatmulSolverRootsAreExactlySymmetric) {
   if (!plan.one_triangle) GTEST_SKIP() << plan.description;
   const auto spectrum = testing::log_spaced_spectrum(4, 96, 10.0, 12);
   const auto reference = testing::reference_inverse_root(spectrum, 0.0, 4);
-  for (auto method : {RootMethod::CoupledNewton, RootMethod::NewtonDB, RootMethod::Chebyshev}) {
+  for (auto method : dash::testing::matmul_solvers()) {
     const auto options = dash::testing::solver_options(method)
                              .epsilon(0.0)
                              .newton(NewtonOptions().steps(20))

@@ -101,14 +101,10 @@ TEST_P(StepAllocationsTest, SteadyStateDoesNotGrowWithStepsOrNewtonSteps) {
 }
 
 INSTANTIATE_TEST_SUITE_P(IterativeMethods, StepAllocationsTest,
-    ::testing::Combine(::testing::Values(RootMethod::NewtonDB, RootMethod::CoupledNewton, RootMethod::Chebyshev),
+    ::testing::Combine(::testing::ValuesIn(dash::testing::matmul_solvers()),
         ::testing::Values(c10::DeviceType::CPU, c10::DeviceType::CUDA)),
     [](const ::testing::TestParamInfo<std::tuple<RootMethod, c10::DeviceType>>& info) {
-      const auto method = std::get<0>(info.param);
-      return std::string(method == RootMethod::NewtonDB        ? "ndb"
-                         : method == RootMethod::CoupledNewton ? "cn"
-                                                               : "chebyshev") +
-             (std::get<1>(info.param) == c10::DeviceType::CUDA ? "_cuda" : "_cpu");
+      return to_string(std::get<0>(info.param)) + (std::get<1>(info.param) == c10::DeviceType::CUDA ? "_cuda" : "_cpu");
     });
 
 // bfloat16 preconditioning keeps its rounded Ĝ, L̄ Ĝ and roots across steps: after
@@ -133,7 +129,7 @@ TEST(SolverAllocations, WarmWorkspaceIterationsAllocateNoMatrices) {
   const int64_t b = 32;
   auto matrices = testing::log_spaced_spectrum(6, b, 1e3, 3).matrices.to(at::kFloat);
   for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::BF16, MatmulPrecision::FP16}) {
-    for (auto method : {RootMethod::NewtonDB, RootMethod::CoupledNewton, RootMethod::Chebyshev}) {
+    for (auto method : dash::testing::matmul_solvers()) {
       InverseRootWorkspace workspace;
       auto options = dash::testing::solver_options(method).precision(precision);
       // Warmed with the longest run: a longer iteration can hold one more iterate.

@@ -137,7 +137,7 @@ DashOptions training_options(RootMethod method) {
 // and each part alone too; a moment that is not written back leaves it (checked by
 // mutation), and a root or factor lost or not widened would move them O(1) off.
 TEST(StatePrecision, TrainingWithBFloat16StateStaysCloseToFloat32State) {
-  for (auto method : {RootMethod::EVD, RootMethod::CoupledNewton, RootMethod::NewtonDB}) {
+  for (auto method : testing::converging_solvers()) {
     const auto float32 = training_options(method);
     const double all = relative_drift(float32, bf16_state(float32), 20);
     EXPECT_GT(all, 0.0) << to_string(method) << ": bfloat16 state must round something";
