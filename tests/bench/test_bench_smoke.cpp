@@ -5,6 +5,7 @@
 #include "solver_bench.h"
 #include "arguments.h"
 #include "step_bench.h"
+#include "support/solver_options.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -139,7 +140,13 @@ TEST(BenchSmoke, StepBenchReportsRootMethodChoicesAndEigenbasisCounts) {
 // that was measured, else with the per-block EVD baseline, and names it.
 TEST(BenchSmoke, StepBenchNewtonStepCountsAndPerBlockReferences) {
   const auto path = ::testing::TempDir() + "dash_step_bench_newton_steps.json";
-  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "1", "--methods", "cn,ndb",
+  std::vector<std::string> newton_methods;
+  std::string method_list;
+  for (auto method : dash::testing::newton_solvers()) {
+    newton_methods.push_back(to_string(method));
+    method_list += (method_list.empty() ? "" : ",") + newton_methods.back();
+  }
+  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "1", "--methods", method_list,
                 "--scalings", "multi-pi", "--precisions", "fp32", "--executions", "batched,sequential",
                 "--newton-steps", "10,4", "--steps", "2", "--tf32", "1", "--json", path}),
       0);
@@ -147,14 +154,14 @@ TEST(BenchSmoke, StepBenchNewtonStepCountsAndPerBlockReferences) {
   EXPECT_EQ(report["float32_matmuls"].get<std::string>().rfind("TF32", 0), 0u);
   std::map<std::string, nlohmann::json> rows;
   for (const auto& row : report["rows"]) rows[row["configuration"].get<std::string>()] = row;
-  // adamw, the per-block EVD baseline, 2 methods × 2 step counts × 2 executions.
-  ASSERT_EQ(rows.size(), 10u);
+  // adamw, the per-block EVD baseline, each method × 2 step counts × 2 executions.
+  ASSERT_EQ(rows.size(), 2 + 4 * newton_methods.size());
   auto root_flops = [&](const std::string& label) {
     const auto& row = rows.at(label);
     return row["flops_per_step"].get<double>() - row["factor_flops"].get<double>() -
            row["preconditioning_flops"].get<double>();
   };
-  for (const std::string method : {"cn", "ndb"}) {
+  for (const auto& method : newton_methods) {
     EXPECT_LT(root_flops("batched " + method + " 4 steps multi-pi fp32"),
         0.6 * root_flops("batched " + method + " multi-pi fp32"))
         << method;
