@@ -31,44 +31,16 @@ std::unique_ptr<torch::optim::Optimizer> make_adamw(const TrainConfig& config, c
 
 std::unique_ptr<torch::optim::Optimizer> make_dash(const TrainConfig& config, const std::vector<at::Tensor>& params,
     std::shared_ptr<const dash::DistributedContext> distributed) {
-  const auto root = dash::InverseRootOptions()
-                        .method(dash::parse_root_method(config.root_method))
-                        .precision(dash::parse_matmul_precision(config.precision))
-                        .epsilon(config.root_epsilon)
-                        .relative_epsilon(config.root_relative_epsilon)
-                        .auto_max_error(config.auto_max_error)
-                        .scaling(dash::SpectralScaleOptions()
-                                     .method(dash::parse_scaling(config.scaling))
-                                     .iterations(config.power_iterations))
-                        .newton(dash::NewtonOptions().steps(config.newton_steps))
-                        .chebyshev(dash::ChebyshevOptions().degree(config.chebyshev_degree))
-                        .eigen(dash::EigenOptions()
-                                   .refresh_tolerance(config.eigen_refresh_tolerance)
-                                   .warm_iterations(config.eigen_warm_iterations))
-                        .newton_db(dash::NewtonDBOptions()
-                                       .polynomial(dash::parse_newton_db_polynomial(config.ndb_polynomial))
-                                       .interval_min(config.minimax_interval_min)
-                                       .evaluation(dash::parse_newton_db_evaluation(config.ndb_evaluation)));
-  const auto options = dash::DashOptions(config.lr)
+  // The DASH keys as set, and dash-train's own keys that both optimizers take.
+  const auto options = dash::DashOptions(config.dash)
+                           .lr(config.lr)
                            .beta_grad(config.beta1)
                            .beta_graft(config.beta2)
                            .eps_graft(config.eps)
-                           .beta_factor(config.beta_factor)
-                           .block_size(config.block_size)
-                           .root_frequency(config.root_frequency)
-                           .start_step(config.start_step)
-                           .root(root)
-                           .grafting(dash::parse_grafting_type(config.grafting))
                            .weight_decay(config.weight_decay)
                            .decay_one_dimensional(false)  // as the AdamW baseline's group of vectors
                            .adamw_betas(std::make_tuple(config.beta1, config.beta2))
-                           .adamw_eps(config.eps)
-                           .execution(dash::parse_execution(config.execution))
-                           .preconditioning_precision(dash::parse_matmul_precision(config.preconditioning_precision))
-                           .workspace_limit(config.workspace_limit)
-                           .factor_precision(dash::parse_matmul_precision(config.factor_precision))
-                           .root_precision(dash::parse_matmul_precision(config.root_precision))
-                           .moment_precision(dash::parse_matmul_precision(config.moment_precision));
+                           .adamw_eps(config.eps);
   return std::make_unique<dash::Dash>(params, options, std::move(distributed));
 }
 

@@ -64,43 +64,6 @@ const std::vector<Key>& keys() {
       {"beta1", &TrainConfig::beta1, "AdamW β1 (and DASH's gradient EMA β_G and 1-D AdamW β1)", true},
       {"beta2", &TrainConfig::beta2, "AdamW β2 (and DASH's grafting β_g and 1-D AdamW β2)", true},
       {"eps", &TrainConfig::eps, "AdamW ε (and DASH's grafting ε)", true},
-      {"block_size", &TrainConfig::block_size, "DASH block size B", true},
-      {"root_method", &TrainConfig::root_method, "evd, cn, ndb, chebyshev or auto (the fastest within auto_max_error, per factor stack)", true},
-      {"scaling", &TrainConfig::scaling, "fro, pi or multi-pi", true},
-      {"precision", &TrainConfig::precision, "fp32, fp16 or bf16 matmuls in the root solver", true},
-      {"grafting", &TrainConfig::grafting, "adam, rmsprop, adagrad, sgd or none", true},
-      {"execution", &TrainConfig::execution, "batched (DASH) or sequential (block-by-block baseline)", true},
-      {"root_frequency", &TrainConfig::root_frequency, "recompute inverse roots every this many steps", true},
-      {"start_step", &TrainConfig::start_step, "first preconditioned step", true},
-      {"newton_steps", &TrainConfig::newton_steps, "CN / NDB iterations", true},
-      {"power_iterations", &TrainConfig::power_iterations, "power-iteration steps of pi / multi-pi scaling", true},
-      {"chebyshev_degree", &TrainConfig::chebyshev_degree, "Chebyshev polynomial degree", true},
-      {"root_epsilon", &TrainConfig::root_epsilon, "ε of (A + εI)^{-1/p}", true},
-      {"root_relative_epsilon", &TrainConfig::root_relative_epsilon,
-          "ε_rel: roots of A + max(ε, ε_rel·λ_max)·I (0: off)", true},
-      {"eigen_refresh_tolerance", &TrainConfig::eigen_refresh_tolerance,
-          "evd: reuse a factor's eigenvectors while its root stays within this relative error (0: eigh every time)", true},
-      {"eigen_warm_iterations", &TrainConfig::eigen_warm_iterations, "evd: QR steps from the previous eigenvectors", true},
-      {"ndb_polynomial", &TrainConfig::ndb_polynomial,
-          "ndb: step polynomial, newton-schulz (the paper's), minimax3 or minimax5", true},
-      {"minimax_interval_min", &TrainConfig::minimax_interval_min,
-          "ndb minimax: lower end of the normalised spectrum the polynomials are made for", true},
-      {"ndb_evaluation", &TrainConfig::ndb_evaluation,
-          "ndb: matmuls (the coupled iteration), eigh (the same function of the eigenvalues, at EVD's cost) or auto "
-          "(eigh on a CPU in fp32, matmuls elsewhere)",
-          true},
-      {"preconditioning_precision", &TrainConfig::preconditioning_precision,
-          "fp32 or bf16 operands of the preconditioning products L̄ Ĝ R̄", true},
-      {"auto_max_error", &TrainConfig::auto_max_error,
-          "auto: largest root error (on gradients like the factor's) a method may have to be chosen", true},
-      {"beta_factor", &TrainConfig::beta_factor, "EMA of the Shampoo factors L, R", true},
-      {"workspace_limit", &TrainConfig::workspace_limit,
-          "memory a step may use besides the optimizer state: a fraction of it in (0, 1), bytes from 1 on, 0: no limit",
-          false},
-      {"factor_precision", &TrainConfig::factor_precision, "storage of the Shampoo factors L, R: fp32 or bf16", true},
-      {"root_precision", &TrainConfig::root_precision, "storage of their inverse roots: fp32 or bf16", true},
-      {"moment_precision", &TrainConfig::moment_precision,
-          "storage of the blocks' gradient EMA and grafting statistic: fp32 or bf16", true},
   };
   return table;
 }
@@ -138,25 +101,11 @@ bool is_int64(const nlohmann::json& value) {
 namespace {
 
 void assign(TrainConfig& config, const Key& key, const nlohmann::json& value, const std::string& source) {
-  const auto where = [&] { return "'" + std::string(key.name) + "' (" + source + ")"; };
+  const auto where = "'" + std::string(key.name) + "' (" + source + ")";
   std::visit(
       [&](auto member) {
         using Field = std::remove_reference_t<decltype(config.*member)>;
-        if constexpr (std::is_same_v<Field, std::string>) {
-          TORCH_CHECK(value.is_string(), "dash-train: ", where(), " expects a string, got ", type_name(value), " ",
-              value.dump());
-          config.*member = value.get<std::string>();
-        } else if constexpr (std::is_same_v<Field, bool>) {
-          TORCH_CHECK(value.is_boolean(), "dash-train: ", where(), " expects true or false, got ", value.dump());
-          config.*member = value.get<bool>();
-        } else if constexpr (std::is_same_v<Field, int64_t>) {
-          TORCH_CHECK(
-              is_int64(value), "dash-train: ", where(), " expects an integer in [-2^63, 2^63), got ", value.dump());
-          config.*member = value.get<int64_t>();
-        } else {
-          TORCH_CHECK(value.is_number(), "dash-train: ", where(), " expects a number, got ", value.dump());
-          config.*member = value.get<double>();
-        }
+        config.*member = json_value_as<Field>(value, where);
       },
       key.member);
 }
@@ -231,25 +180,15 @@ void TrainConfig::check() const {
   // Values the model's float32 arithmetic takes (clipping, decay, steps): beyond
   // float32's range they would be Inf there, an error far from the key.
   for (const auto& [key, value] : {std::pair<const char*, double>{"lr", lr}, {"clip_grad_norm", clip_grad_norm},
-           {"weight_decay", weight_decay}, {"eps", eps}, {"root_epsilon", root_epsilon}}) {
+           {"weight_decay", weight_decay}, {"eps", eps}, {"epsilon", dash.root().epsilon()}}) {
     TORCH_CHECK(value <= std::numeric_limits<float>::max(), "dash-train: '", key, "' must be at most ",
         std::numeric_limits<float>::max(), " (float32's largest number: it is used in float32), got ", value);
   }
   TORCH_CHECK(beta1 >= 0.0 && beta1 < 1.0, "dash-train: 'beta1' must be in [0, 1), got ", beta1);
   TORCH_CHECK(beta2 >= 0.0 && beta2 < 1.0, "dash-train: 'beta2' must be in [0, 1), got ", beta2);
   TORCH_CHECK(eps > 0.0, "dash-train: 'eps' must be > 0, got ", eps);
-  check_name("root_method", root_method, dash::parse_root_method);
-  check_name("scaling", scaling, dash::parse_scaling);
-  check_name("precision", precision, dash::parse_matmul_precision);
-  check_name("ndb_polynomial", ndb_polynomial, dash::parse_newton_db_polynomial);
-  check_name("ndb_evaluation", ndb_evaluation, dash::parse_newton_db_evaluation);
-  check_name("preconditioning_precision", preconditioning_precision, dash::parse_matmul_precision);
-  check_name("factor_precision", factor_precision, dash::parse_matmul_precision);
-  check_name("root_precision", root_precision, dash::parse_matmul_precision);
-  check_name("moment_precision", moment_precision, dash::parse_matmul_precision);
-  check_name("grafting", grafting, dash::parse_grafting_type);
-  check_name("execution", execution, dash::parse_execution);
-  // The remaining DASH ranges are checked by DashOptions itself when the optimizer is built.
+  // The DASH keys' names were parsed when they were set; their ranges are checked by
+  // DashOptions itself when the optimizer is built.
 }
 
 nlohmann::json to_json(const TrainConfig& config) {
@@ -257,16 +196,20 @@ nlohmann::json to_json(const TrainConfig& config) {
   for (const auto& key : keys()) {
     std::visit([&](auto member) { values[key.name] = config.*member; }, key.member);
   }
+  for (const auto& key : dash_keys()) values[key.name] = dash_key_value(config.dash, key.name);
   return values;
 }
 
 void apply_json(TrainConfig& config, const nlohmann::json& values, const std::string& source) {
   TORCH_CHECK(values.is_object(), "dash-train: ", source, " must be a JSON object of keys, got ", type_name(values));
   for (const auto& [name, value] : values.items()) {
-    const auto* key = find_key(name);
-    TORCH_CHECK(
-        key != nullptr, "dash-train: unknown key '", name, "' in ", source, " (dash-train --help lists the keys)");
-    assign(config, *key, value, source);
+    const auto current = current_key_name(normalised(name));
+    if (const auto* key = find_key(current)) {
+      assign(config, *key, value, source);
+      continue;
+    }
+    TORCH_CHECK(set_dash_key(config.dash, current, value, source), "dash-train: unknown key '", name, "' in ", source,
+        " (dash-train --help lists the keys)");
   }
 }
 
@@ -289,20 +232,26 @@ std::vector<std::string> checkpoint_compatibility_keys() {
   for (const auto& key : keys()) {
     if (key.checkpoint_relevant) names.emplace_back(key.name);
   }
+  for (const auto& key : dash_keys()) {
+    if (key.checkpoint_relevant) names.push_back(key.name);
+  }
   return names;
 }
 
 std::string config_keys_help() {
   const auto defaults = to_json(TrainConfig{});
   std::ostringstream help;
-  for (const auto& key : keys()) {
-    std::string flag = std::string("--") + key.name;
+  auto line = [&](const std::string& name, const std::string& text) {
+    std::string flag = "--" + name;
     for (auto& c : flag) {
       if (c == '_') c = '-';
     }
-    help << "  " << flag << std::string(flag.size() < 22 ? 22 - flag.size() : 1, ' ') << key.help << " [default "
-         << defaults[key.name].dump() << "]\n";
-  }
+    help << "  " << flag << std::string(flag.size() < 22 ? 22 - flag.size() : 1, ' ') << text << " [default "
+         << defaults[name].dump() << "]\n";
+  };
+  for (const auto& key : keys()) line(key.name, key.help);
+  help << " DASH (the optimizer's options under their Python keywords):\n";
+  for (const auto& key : dash_keys()) line(key.name, key.help);
   return help.str();
 }
 

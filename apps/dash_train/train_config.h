@@ -2,9 +2,13 @@
 
 // Everything a dash-train run is configured by. One flat set of keys, shared by the
 // JSON config file ({"lr": 3e-3, "optimizer": "dash", ...}) and the command line
-// (--lr 3e-3 --optimizer dash; '-' and '_' are interchangeable). Unknown keys and
-// out-of-range values are errors that name the key.
+// (--lr 3e-3 --optimizer dash; '-' and '_' are interchangeable): dash-train's own
+// (data, model, run, schedule, AdamW) and DASH's, generated from the optimizer's
+// option lists (dash_keys.h). Unknown keys and out-of-range values are errors that
+// name the key.
 
+#include "dash_keys.h"
+#include "json_values.h"
 #include "llama.h"
 
 #include <dash/optimizer_options.h>
@@ -57,33 +61,9 @@ struct TrainConfig {
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
-  // DASH (ignored by adamw).
-  int64_t block_size = 128;
-  std::string root_method = "ndb";
-  std::string scaling = "multi-pi";
-  std::string precision = "fp32";
-  std::string grafting = "adam";
-  std::string execution = "batched";
-  int64_t root_frequency = 10;
-  int64_t start_step = 10;
-  int64_t newton_steps = 10;
-  int64_t power_iterations = 10;
-  int64_t chebyshev_degree = 40;
-  double root_epsilon = 1e-10;
-  double root_relative_epsilon = 0.0;
-  double eigen_refresh_tolerance = 0.0;  ///< evd: warm-started eigenbases (0: eigh every time)
-  int64_t eigen_warm_iterations = 1;
-  std::string ndb_polynomial = "newton-schulz";
-  double minimax_interval_min = 1e-6;
-  std::string ndb_evaluation =
-      "auto";  ///< ndb: matmuls (the iteration), eigh (its function of the eigenvalues) or auto
-  std::string preconditioning_precision = "fp32";  ///< L̄ Ĝ R̄ in fp32 or bf16
-  double auto_max_error = 0.5;                     ///< root_method auto
-  double beta_factor = 0.95;
-  double workspace_limit = dash::DashOptions().workspace_limit();  ///< fraction of the state, bytes, or 0: none
-  std::string factor_precision = "fp32";                           ///< storage of L, R: fp32 or bf16
-  std::string root_precision = "fp32";                             ///< storage of L̄, R̄
-  std::string moment_precision = "fp32";                           ///< storage of the blocks' M, A (and B_m)
+  // DASH (ignored by adamw): every option of the optimizer's lists under its Python
+  // keyword (dash_keys.h), from dash_train_defaults().
+  dash::DashOptions dash = dash_train_defaults();
 
   LlamaConfig model() const;
   /// out_dir/name: the run's logs and checkpoints.
@@ -103,10 +83,6 @@ void apply_config_file(TrainConfig& config, const std::string& path);
 std::vector<std::string> checkpoint_compatibility_keys();
 /// The help text: every key, its default and meaning.
 std::string config_keys_help();
-
-/// Whether a JSON value is an integer that int64_t holds (3 and 3.0 are; 3.5,
-/// 1e30 and 2^64 − 1 are not).
-bool is_int64(const nlohmann::json& value);
 
 /// Command-line value: JSON if it parses as a number, bool or null, else a string;
 /// a number beyond double's range is an error naming --`name`.

@@ -114,7 +114,13 @@ CheckpointProgress load_training_checkpoint(
     TORCH_CHECK(false, "dash-train: checkpoint '", path, "' is corrupt or unreadable (", error.what(),
         "); resume from an intact copy or start a new run with --overwrite");
   }
-  const auto saved = nlohmann::json::parse(saved_config.toStringRef());
+  // Keys under their current names; a key the checkpoint lacks (written before the
+  // key existed) had its default.
+  auto saved = to_json(TrainConfig{});
+  const auto written = nlohmann::json::parse(saved_config.toStringRef());
+  for (const auto& [key, value] : written.items()) {
+    saved[current_key_name(key)] = value;
+  }
   const auto current = compatibility_values(config);
   for (const auto& [key, value] : current.items()) {
     TORCH_CHECK(saved.contains(key) && saved[key] == value, "dash-train: checkpoint '", path, "' was written with ",
@@ -138,7 +144,7 @@ CheckpointProgress load_training_checkpoint(
   // decides memory, not the arithmetic, and may change on resume.
   if (config.optimizer == "dash") {
     for (auto& group : optimizer.param_groups()) {
-      static_cast<dash::DashOptions&>(group.options()).workspace_limit(config.workspace_limit);
+      static_cast<dash::DashOptions&>(group.options()).workspace_limit(config.dash.workspace_limit());
     }
   }
   return {step.toInt(), train_seconds.toDouble(), validation_points(validation)};

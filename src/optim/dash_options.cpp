@@ -55,8 +55,8 @@ void DashOptions::serialize(torch::serialize::OutputArchive& archive) const {
     else
       return value;
   };
-#define DASH_WRITE(name, type) write(archive, #name, as_stored(name()));
-#define DASH_WRITE_ROOT(name, type, path) write(archive, "root." #name, as_stored(root().path()));
+#define DASH_WRITE(name, type, help) write(archive, #name, as_stored(name()));
+#define DASH_WRITE_ROOT(name, type, path, help) write(archive, "root." #name, as_stored(root().path()));
   DASH_OPTION_FIELDS(DASH_WRITE)
   DASH_ROOT_FIELDS(DASH_WRITE_ROOT)
 #undef DASH_WRITE
@@ -76,8 +76,9 @@ void DashOptions::serialize(torch::serialize::InputArchive& archive) {
   loaded.workspace_limit(0.0);
   // And those from before decay_one_dimensional existed decayed the matrices only.
   loaded.decay_one_dimensional(false);
-#define DASH_READ(name, type) loaded.name(read<type>(archive, #name, loaded.name()));
-#define DASH_READ_ROOT(name, type, path) root_options.path(read<type>(archive, "root." #name, root_options.path()));
+#define DASH_READ(name, type, help) loaded.name(read<type>(archive, #name, loaded.name()));
+#define DASH_READ_ROOT(name, type, path, help) \
+  root_options.path(read<type>(archive, "root." #name, root_options.path()));
   DASH_OPTION_FIELDS(DASH_READ)
   DASH_ROOT_FIELDS(DASH_READ_ROOT)
 #undef DASH_READ

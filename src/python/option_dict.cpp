@@ -18,23 +18,6 @@ namespace py = pybind11;
 namespace dash::python {
 namespace {
 
-// The optimizer's keyword for a root option: `method` alone would not say of what.
-const char* optimizer_key(const char* root_field) {
-  return std::strcmp(root_field, "method") == 0 ? "root_method" : root_field;
-}
-
-// Name → enum, one overload per enum type (the pointer only selects it).
-RootMethod parse_name(const std::string& name, RootMethod*) { return parse_root_method(name); }
-EigenHeuristic parse_name(const std::string& name, EigenHeuristic*) { return parse_eigen_heuristic(name); }
-Scaling parse_name(const std::string& name, Scaling*) { return parse_scaling(name); }
-NewtonDBPolynomial parse_name(const std::string& name, NewtonDBPolynomial*) { return parse_newton_db_polynomial(name); }
-NewtonDBEvaluation parse_name(const std::string& name, NewtonDBEvaluation*) { return parse_newton_db_evaluation(name); }
-MatmulPrecision parse_name(const std::string& name, MatmulPrecision*) { return parse_matmul_precision(name); }
-GraftingType parse_name(const std::string& name, GraftingType*) { return parse_grafting_type(name); }
-Execution parse_name(const std::string& name, Execution*) { return parse_execution(name); }
-OneDimensional parse_name(const std::string& name, OneDimensional*) { return parse_one_dimensional(name); }
-NonFiniteGradients parse_name(const std::string& name, NonFiniteGradients*) { return parse_non_finite_gradients(name); }
-
 template <typename Value>
 py::object to_python(Value value) {
   if constexpr (std::is_enum_v<Value>) {
@@ -55,7 +38,8 @@ template <typename Value>
 Value from_python(py::handle value, const std::string& key) {
   if constexpr (std::is_enum_v<Value>) {
     if (!py::isinstance<py::str>(value)) bad_value(key, "a string", value);
-    return as_value_error([&] { return parse_name(value.cast<std::string>(), static_cast<Value*>(nullptr)); },
+    return as_value_error(
+        [&] { return optim::option_fields::parse_name(value.cast<std::string>(), static_cast<Value*>(nullptr)); },
         "dash: option '" + key + "': ");
   } else if constexpr (std::is_same_v<Value, bool>) {
     // numpy.bool_ and one-element bool tensors are not Python bools but say what they mean.
@@ -96,10 +80,10 @@ std::tuple<double, double> pair_from_python(py::handle value, const std::string&
 
 // Applies `key = value` to the root options; false if `key` is not a root option.
 bool set_root_option(InverseRootOptions& root, const std::string& key, py::handle value, bool optimizer_keys) {
-#define DASH_SET_ROOT(name, type, path)                         \
-  if (key == (optimizer_keys ? optimizer_key(#name) : #name)) { \
-    root.path(from_python<type>(value, key));                   \
-    return true;                                                \
+#define DASH_SET_ROOT(name, type, path, help)                                             \
+  if (key == (optimizer_keys ? optim::option_fields::optimizer_keyword(#name) : #name)) { \
+    root.path(from_python<type>(value, key));                                             \
+    return true;                                                                          \
   }
   DASH_ROOT_FIELDS(DASH_SET_ROOT)
 #undef DASH_SET_ROOT
@@ -107,7 +91,7 @@ bool set_root_option(InverseRootOptions& root, const std::string& key, py::handl
 }
 
 bool set_option(DashOptions& options, const std::string& key, py::handle value) {
-#define DASH_SET(name, type)                     \
+#define DASH_SET(name, type, help)               \
   if (key == #name) {                            \
     options.name(from_python<type>(value, key)); \
     return true;                                 \
@@ -125,8 +109,9 @@ bool set_option(DashOptions& options, const std::string& key, py::handle value) 
 
 py::dict to_dict(const DashOptions& options) {
   py::dict values;
-#define DASH_GET(name, type) values[#name] = to_python(options.name());
-#define DASH_GET_ROOT(name, type, path) values[optimizer_key(#name)] = to_python(options.root().path());
+#define DASH_GET(name, type, help) values[#name] = to_python(options.name());
+#define DASH_GET_ROOT(name, type, path, help) \
+  values[optim::option_fields::optimizer_keyword(#name)] = to_python(options.root().path());
   DASH_OPTION_FIELDS(DASH_GET)
   DASH_ROOT_FIELDS(DASH_GET_ROOT)
 #undef DASH_GET

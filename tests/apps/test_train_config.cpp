@@ -31,19 +31,58 @@ TEST(TrainConfig, ConfigFileAndCommandLineSetKeysWithCommandLineLast) {
       "--resume", "--progress", "false"});
   EXPECT_EQ(line.command, "train");
   EXPECT_EQ(line.config.optimizer, "dash");
-  EXPECT_EQ(line.config.root_method, "cn");
+  EXPECT_EQ(line.config.dash.root().method(), dash::RootMethod::CoupledNewton);
   EXPECT_EQ(line.config.steps, 50);
   EXPECT_DOUBLE_EQ(line.config.lr, 2e-3);
-  EXPECT_EQ(line.config.block_size, 64);
+  EXPECT_EQ(line.config.dash.block_size(), 64);
   EXPECT_TRUE(line.config.resume);
   EXPECT_FALSE(line.config.progress);
 }
 
+// The DASH keys are the optimizer's options (every one but those dash-train's own keys
+// set), with DashOptions' defaults but for dash_train_defaults()'s two, and help.
+TEST(TrainConfig, DashKeysAreTheOptimizerOptionsWithItsDefaults) {
+  const auto defaults = to_json(TrainConfig{});
+  const auto help = config_keys_help();
+  std::vector<std::string> names;
+  for (const auto& key : dash_keys()) {
+    names.push_back(key.name);
+    EXPECT_THAT(help, HasSubstr(key.help)) << key.name;
+    if (key.name == "block_size" || key.name == "execution") continue;
+    EXPECT_EQ(defaults.at(key.name), dash_key_value(dash::DashOptions(), key.name)) << key.name;
+  }
+  for (const std::string name : {"root_method", "newton_steps", "newton_db_evaluation", "epsilon", "power_vectors",
+           "tolerance", "momentum", "factor_precision", "workspace_limit"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), name), names.end()) << name;
+  }
+  for (const std::string name : {"lr", "weight_decay", "beta_grad", "eps_graft", "maximize"}) {
+    EXPECT_EQ(std::find(names.begin(), names.end(), name), names.end()) << name << " is dash-train's own key or fixed";
+  }
+  EXPECT_EQ(defaults.at("block_size"), 128);
+  EXPECT_EQ(defaults.at("execution"), "batched");
+}
+
+// Configs of earlier runs name four DASH keys as they were called then.
+TEST(TrainConfig, EarlierKeyNamesStillRead) {
+  TrainConfig config;
+  apply_json(config, nlohmann::json::parse(R"({"root_epsilon": 1e-6, "root_relative_epsilon": 1e-3,
+          "ndb_polynomial": "minimax3", "ndb_evaluation": "eigh"})"),
+      "test");
+  EXPECT_DOUBLE_EQ(config.dash.root().epsilon(), 1e-6);
+  EXPECT_DOUBLE_EQ(config.dash.root().relative_epsilon(), 1e-3);
+  EXPECT_EQ(config.dash.root().newton_db().polynomial(), dash::NewtonDBPolynomial::Minimax3);
+  EXPECT_EQ(config.dash.root().newton_db().evaluation(), dash::NewtonDBEvaluation::Eigh);
+  EXPECT_THAT(error_of([&] { apply_json(config, nlohmann::json::parse(R"({"root_method": "svd"})"), "test"); }),
+      HasSubstr("'root_method' (test)"));
+  EXPECT_THAT(error_of([&] { apply_json(config, nlohmann::json::parse(R"({"newton_steps": 2.5})"), "test"); }),
+      HasSubstr("'newton_steps' (test) expects an integer"));
+}
+
 // The workspace limit reaches the optimizer, and is not a key a resumed run must keep.
 TEST(TrainConfig, WorkspaceLimitReachesTheOptimizer) {
-  EXPECT_DOUBLE_EQ(TrainConfig().workspace_limit, dash::DashOptions().workspace_limit());
+  EXPECT_DOUBLE_EQ(TrainConfig().dash.workspace_limit(), dash::DashOptions().workspace_limit());
   auto config = parse({"train", "--optimizer", "dash", "--workspace-limit", "3e6"}).config;
-  EXPECT_DOUBLE_EQ(config.workspace_limit, 3e6);
+  EXPECT_DOUBLE_EQ(config.dash.workspace_limit(), 3e6);
   const std::vector<at::Tensor> params = {at::randn({8, 8}).set_requires_grad(true)};
   const auto optimizer = make_optimizer(config, params);
   const auto& options = static_cast<const dash::DashOptions&>(optimizer->param_groups().front().options());
@@ -55,7 +94,7 @@ TEST(TrainConfig, WorkspaceLimitReachesTheOptimizer) {
 // A value the float32 arithmetic cannot hold is refused when the command line is
 // read, naming its key (it used to fail mid-run, naming none).
 TEST(TrainConfig, ValuesBeyondFloat32AreRefusedByKey) {
-  for (const std::string key : {"clip-grad-norm", "weight-decay", "lr", "eps", "root-epsilon"}) {
+  for (const std::string key : {"clip-grad-norm", "weight-decay", "lr", "eps", "epsilon"}) {
     auto name = key;
     std::replace(name.begin(), name.end(), '-', '_');
     EXPECT_THAT(error_of([&] {
@@ -90,7 +129,7 @@ TEST(TrainConfig, AResumedRunTakesItsConfigurationFromItsFolder) {
   TrainConfig original;
   original.optimizer = "dash";
   original.lr = 0.01;
-  original.block_size = 64;
+  original.dash.block_size(64);
   original.stop_at = 50;
   original.eval_every = 7;
   std::filesystem::create_directories(folder.file("big"));
@@ -98,14 +137,15 @@ TEST(TrainConfig, AResumedRunTakesItsConfigurationFromItsFolder) {
   auto resumed = parse({"train", "--out-dir", folder.path(), "--name", "big", "--resume"}).config;
   EXPECT_EQ(resumed.optimizer, "dash");
   EXPECT_DOUBLE_EQ(resumed.lr, 0.01);
-  EXPECT_EQ(resumed.block_size, 64);
+  EXPECT_EQ(resumed.dash.block_size(), 64);
   EXPECT_EQ(resumed.eval_every, 7);
   EXPECT_EQ(resumed.stop_at, 0) << "where the last invocation stopped is not inherited";
   EXPECT_TRUE(resumed.resume);
-  EXPECT_EQ(
-      parse({"train", "--out-dir", folder.path(), "--name", "big", "--resume", "--block-size", "32"}).config.block_size,
+  EXPECT_EQ(parse({"train", "--out-dir", folder.path(), "--name", "big", "--resume", "--block-size", "32"})
+                .config.dash.block_size(),
       32);
-  EXPECT_EQ(parse({"train", "--out-dir", folder.path(), "--name", "big"}).config.block_size, TrainConfig().block_size)
+  EXPECT_EQ(parse({"train", "--out-dir", folder.path(), "--name", "big"}).config.dash.block_size(),
+      TrainConfig().dash.block_size())
       << "a new run (an error later, the folder being taken) takes nothing from it";
 }
 

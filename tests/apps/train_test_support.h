@@ -48,9 +48,7 @@ inline TrainConfig tiny_config(const std::string& data, const std::string& out_d
   config.eval_every = 10;
   config.eval_batches = 2;
   config.log_every = 1;
-  config.block_size = 32;
-  config.start_step = 2;
-  config.root_frequency = 2;
+  config.dash.block_size(32).start_step(2).root_frequency(2);
   config.progress = false;
   return config;
 }
