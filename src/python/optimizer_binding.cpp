@@ -7,6 +7,7 @@
 #include "python/value_errors.h"
 
 #include "distributed/c10d_compat.h"
+#include "optim/diagnostics_fields.h"
 
 #include <dash/distributed.h>
 #include <dash/option_names.h>
@@ -21,6 +22,7 @@
 #include <sstream>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -56,6 +58,18 @@ std::shared_ptr<const DistributedContext> distributed_context(const py::object& 
   return std::make_shared<DistributedContext>(compat::backend_for(group, c10::Device(device_type).type()), options);
 }
 
+// A diagnostics field as Python has it: enums by name, trials as a list of dicts.
+template <typename Value>
+py::object diagnostic_value(const Value& value) {
+  if constexpr (std::is_enum_v<Value>) {
+    return py::str(to_string(value));
+  } else if constexpr (std::is_same_v<Value, std::vector<RootMethodTrial>>) {
+    return trials_list(value);
+  } else {
+    return py::cast(value);
+  }
+}
+
 py::dict diagnostics_dict(const Dash& optimizer) {
   DashDiagnostics diagnostics;
   int64_t communicated = 0;
@@ -64,45 +78,28 @@ py::dict diagnostics_dict(const Dash& optimizer) {
     diagnostics = optimizer.diagnostics();
     communicated = optimizer.communicated_bytes_per_step();
   }
+  // Every field of the structs, by the lists of optim/diagnostics_fields.h.
+#define DASH_TO_PYTHON(name, type) entry[#name] = diagnostic_value(stack.name);
   py::list factor_stacks;
   for (const auto& stack : diagnostics.factor_stacks) {
     py::dict entry;
-    entry["group"] = stack.group;
-    entry["size"] = stack.size;
-    entry["count"] = stack.count;
-    entry["root"] = stack.root;
-    entry["failures"] = stack.failures;
-    entry["factor_resets"] = stack.factor_resets;
-    entry["execution"] = to_string(stack.execution);
-    entry["calibrated_batched_ms"] = stack.calibrated_batched_ms;
-    entry["calibrated_per_block_ms"] = stack.calibrated_per_block_ms;
-    entry["roots_kept"] = stack.roots_kept;
-    entry["roots_warm_started"] = stack.roots_warm_started;
-    entry["roots_recomputed"] = stack.roots_recomputed;
-    entry["root_method"] = to_string(stack.root_method);
-    entry["root_method_trials"] = trials_list(stack.root_method_trials);
-    entry["newton_db_evaluation"] = to_string(stack.newton_db_evaluation);
+    DASH_FACTOR_STACK_DIAGNOSTICS(DASH_TO_PYTHON)
     factor_stacks.append(entry);
   }
   py::list block_stacks;
   for (const auto& stack : diagnostics.block_stacks) {
     py::dict entry;
-    entry["group"] = stack.group;
+    DASH_BLOCK_STACK_DIAGNOSTICS(DASH_TO_PYTHON)
     entry["shape"] = py::make_tuple(stack.count, stack.rows, stack.cols);
-    entry["one_sided"] = stack.one_sided;
     block_stacks.append(entry);
   }
+#undef DASH_TO_PYTHON
   py::dict result;
   result["factor_stacks"] = factor_stacks;
   result["block_stacks"] = block_stacks;
-  result["steps_taken"] = diagnostics.steps_taken;
-  result["skipped_steps"] = diagnostics.skipped_steps;
-  result["overflow_skipped_steps"] = diagnostics.overflow_skipped_steps;
-  result["state_bytes"] = diagnostics.state_bytes;
-  result["workspace_bytes"] = diagnostics.workspace_bytes;
-  result["unchunked_workspace_bytes"] = diagnostics.unchunked_workspace_bytes;
-  result["workspace_limit_bytes"] = diagnostics.workspace_limit_bytes;
-  result["step_peak_bytes"] = diagnostics.step_peak_bytes;
+#define DASH_TO_PYTHON(name, type) result[#name] = diagnostic_value(diagnostics.name);
+  DASH_DIAGNOSTICS(DASH_TO_PYTHON)
+#undef DASH_TO_PYTHON
   result["communicated_bytes_per_step"] = communicated;
   return result;
 }
