@@ -10,7 +10,7 @@
 #include "timing.h"
 
 #include "common/memory_peak.h"
-#include "linalg/stack_blas.h"
+#include "kernels/stack_blas.h"
 
 #include <dash/dash.h>
 
@@ -71,10 +71,10 @@ struct Measurement {
 
 // Matmul FLOPs of the non-root part of one DASH step, from the stack shapes: the
 // factor updates G Gᵀ and Gᵀ G, 2·r·c·(r + c) per block as GEMMs, or r·c·(r + c + 2)
-// where syrk forms one triangle of each (linalg::stack_syrk_plan), and the
+// where syrk forms one triangle of each (kernels::stack_syrk_plan), and the
 // preconditioning L̄ Ĝ R̄, 2·r·c·(r + c) (one-sided blocks: 2·r²·c, r·(r + 1)·c).
 void count_step_flops(const Dash& optimizer, const at::Device& device, Measurement& m) {
-  const bool syrk = linalg::stack_syrk_plan(device).one_triangle;
+  const bool syrk = kernels::stack_syrk_plan(device).one_triangle;
   for (const auto& stack : optimizer.diagnostics().block_stacks) {
     const double r = static_cast<double>(stack.rows), c = static_cast<double>(stack.cols);
     const double per_block = stack.one_sided ? 2.0 * r * r * c : 2.0 * r * c * (r + c);
@@ -480,7 +480,7 @@ int run_step_bench(const std::vector<std::string>& args) {
             << fixed(static_cast<double>(model.numel()) / 1e6, 1) << " M parameters), B = " << arguments.text("block")
             << ", device " << device << ", LibTorch threads " << at::get_num_threads() << "\n"
             << "eigh/QR of a stack: " << lapack_plan_description(device) << "; float32 matmuls: " << float32_matmuls
-            << "\nfactor updates: " << linalg::stack_syrk_plan(device).description
+            << "\nfactor updates: " << kernels::stack_syrk_plan(device).description
             << "\nsolver products (fp32): " << solver_products_description(device)
             << std::endl;  // before a long run, and whatever becomes of it
   nlohmann::json report;
@@ -491,7 +491,7 @@ int run_step_bench(const std::vector<std::string>& args) {
   report["device"] = device.str();
   report["stack_lapack"] = lapack_plan_description(device);
   report["float32_matmuls"] = float32_matmuls;
-  report["factor_updates"] = linalg::stack_syrk_plan(device).description;
+  report["factor_updates"] = kernels::stack_syrk_plan(device).description;
   report["solver_products"] = solver_products_description(device);
   report["rows"] = nlohmann::json::array();
 

@@ -1,8 +1,8 @@
 #include "timing.h"
 
 #include "common/device_clock.h"
-#include "linalg/stack_blas.h"
-#include "linalg/stack_lapack.h"
+#include "kernels/stack_blas.h"
+#include "kernels/core_ranges.h"
 
 #include <ATen/ATen.h>
 
@@ -50,23 +50,23 @@ double bmm_gflops(int64_t count, int64_t b, at::ScalarType dtype, const at::Devi
   auto y = x.transpose(1, 2).contiguous().to(dtype);
   // Into a preallocated output: the ceiling is the matmul, not the allocator (a
   // fresh CPU output this size is fresh pages every call). A 16-bit one on a CPU as
-  // dash multiplies 16-bit stacks, over the cores (linalg::stack_bmm_out): one
+  // dash multiplies 16-bit stacks, over the cores (kernels::stack_bmm_out): one
   // at::bmm_out runs on ATen's pool, which may have fewer threads than the CPU cores.
   auto out = at::empty_like(a);
   const bool sixteen_bit = dtype == at::kHalf || dtype == at::kBFloat16;
   auto timing = time_it(
-      [&] { return sixteen_bit ? linalg::stack_bmm_out(out, a, y) : at::bmm_out(out, a, y); }, warmup, repetitions);
+      [&] { return sixteen_bit ? kernels::stack_bmm_out(out, a, y) : at::bmm_out(out, a, y); }, warmup, repetitions);
   // The best of the repetitions: a ceiling, which a noisy machine only lowers.
   return 2.0 * static_cast<double>(count * b * b * b) / (timing.min_ms * 1e6);
 }
 
 std::string lapack_plan_description(const at::Device& device) {
   // A stack as large as any: the plan's worker count is then the BLAS's thread count.
-  return linalg::stack_lapack_plan(/*matrices=*/1 << 20, device).description;
+  return kernels::stack_lapack_plan(/*matrices=*/1 << 20, device).description;
 }
 
 std::string solver_products_description(const at::Device& device) {
-  return linalg::stack_symmetric_product_plan(device).description;
+  return kernels::stack_symmetric_product_plan(device).description;
 }
 
 std::string set_float32_matmul_mode(bool allow_tf32) {

@@ -33,11 +33,11 @@ at::ScalarType matmul_dtype(MatmulPrecision precision);
 double bmm_gflops(int64_t count, int64_t b, at::ScalarType dtype, const at::Device& device, int warmup, int repetitions,
     std::string* measured_dtype = nullptr);
 
-/// How a stack's eigh and QR run on `device` (src/linalg/stack_lapack.h), in words.
+/// How a stack's eigh and QR run on `device` (src/kernels/stack_lapack.h), in words.
 std::string lapack_plan_description(const at::Device& device);
 
 /// How the matmul solvers' symmetric products run on `device` in FP32 mode
-/// (src/linalg/stack_blas.h), in words.
+/// (src/kernels/stack_blas.h), in words.
 std::string solver_products_description(const at::Device& device);
 
 /// `--tf32 1`: float32 matmuls may run as TF32 on tensor cores, as the paper's

@@ -1,5 +1,5 @@
 """Cost of inverse_root's admissibility check (finite, symmetric, non-negative
-diagonal; src/linalg/stack_reductions.cpp) against whole root computations of the
+diagonal; src/kernels/stack_reductions.cpp) against whole root computations of the
 same stack: the same ATen reductions, timed alone.
 
     "$(scripts/python.sh)" bench/probes/input_check_cost.py        (docs/reliability.md)

@@ -4,7 +4,7 @@ ssyevd (divide and conquer, what torch.linalg.eigh calls) and ssyevr (MRRR, the
 alternative), and ssyevd's parts: ssytrd (reduction to tridiagonal form), sstedc on the
 tridiagonal (its eigenvectors) and, as the difference, the back-transformation. Calls
 the LAPACK that LibTorch loads (Debian: OpenBLAS's) through ctypes, with OpenBLAS set to
-one thread, as dash's eigh runs per core (linalg/stack_lapack.h).
+one thread, as dash's eigh runs per core (kernels/stack_lapack.h).
 
     /usr/bin/python3 bench/probes/lapack_eigh_parts.py [--size 256] [--matrices 20] [--lapack PATH]
 

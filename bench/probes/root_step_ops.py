@@ -3,7 +3,7 @@
 llama-tiny's shapes (as `dash-bench step --preset llama-tiny`) in which every factor's
 root is recomputed, after two warm-up steps. Prints the ops by self time, grouped by
 input shape, so that each memory pass over a factor stack shows as its own row. dash's
-own CPU loops (linalg/stack_reductions.h, stack_select.h) are no ATen ops: their time
+own CPU loops (kernels/stack_reductions.h, stack_select.h) are no ATen ops: their time
 is in the `dash::roots` row's self time.
 
     MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=17179869184 \\

@@ -16,9 +16,9 @@
 #include <memory>
 
 namespace dash {
-namespace linalg {
+namespace kernels {
 class Scratch;
-}  // namespace linalg
+}  // namespace kernels
 struct Eigenbasis;
 
 /// (A + εI)^{-1/p} for each matrix of A ((b, b) or (N, b, b)); with
@@ -56,7 +56,7 @@ class InverseRootWorkspace {
   friend at::Tensor inverse_root(const at::Tensor&, int64_t, const InverseRootOptions&, InverseRootWorkspace&);
   friend at::Tensor inverse_root(
       const at::Tensor&, int64_t, const InverseRootOptions&, InverseRootWorkspace&, Eigenbasis&);
-  std::unique_ptr<linalg::Scratch> scratch_;
+  std::unique_ptr<kernels::Scratch> scratch_;
 };
 
 /// inverse_root() with its temporaries from `workspace`. The returned root may

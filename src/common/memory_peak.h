@@ -4,7 +4,7 @@
 // began, as the allocators report it: c10's memory-reporting hook, which the CPU
 // allocator and CUDA's caching allocator call for every allocation and free (the
 // hook behind the PyTorch profiler's profile_memory). It sees this thread and the
-// threads that take over its thread-local state (linalg/stack_lapack.h's split).
+// threads that take over its thread-local state (kernels/core_ranges.h's split).
 //
 // The hook has one slot per thread. Where a profiler already holds it, nothing is
 // measured: the profiler's own state must stay where the profiler looks for it.

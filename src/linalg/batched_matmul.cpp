@@ -1,7 +1,7 @@
 #include "linalg/batched_matmul.h"
 
-#include "linalg/stack_blas.h"
-#include "linalg/stack_lapack.h"
+#include "kernels/stack_blas.h"
+#include "kernels/core_ranges.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -28,12 +28,12 @@ std::vector<int64_t> product_sizes(const at::Tensor& a, const at::Tensor& b) {
 // that slows the split products after it). False where they do not.
 bool split_blas_product(
     at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double alpha, double beta, Product product) {
-  if (product == Product::Symmetric && stack_symmetric_product_supported(c, a, b)) {
-    stack_symmetric_product(c, a, b, alpha, beta);
+  if (product == Product::Symmetric && kernels::stack_symmetric_product_supported(c, a, b)) {
+    kernels::stack_symmetric_product(c, a, b, alpha, beta);
     return true;
   }
-  if (stack_gemm_supported(c, a, b)) {
-    stack_gemm(c, a, b, alpha, beta);
+  if (kernels::stack_gemm_supported(c, a, b)) {
+    kernels::stack_gemm(c, a, b, alpha, beta);
     return true;
   }
   return false;
@@ -46,9 +46,9 @@ void product_into(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, doubl
   // 16-bit products over the cores (oneDNN's one call may have a single thread);
   // the others in one call, on OpenBLAS's threads.
   if (is_sixteen_bit(c)) {
-    stack_bmm_out(c, a, b, alpha);
+    kernels::stack_bmm_out(c, a, b, alpha);
   } else {
-    bmm_out_scaled(c, a, b, alpha);
+    kernels::bmm_out_scaled(c, a, b, alpha);
   }
 }
 
@@ -57,7 +57,7 @@ void product_into(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, doubl
 // rounding is reproduced exactly in float32 (products of 11-bit mantissas are
 // exact in float32's 24 bits) and the sum is rounded to 16 bits afterwards, as a
 // GPU's 16-bit bmm output is.
-at::Tensor sixteen_bit_bmm(const at::Tensor& a16, const at::Tensor& b16, double alpha, Scratch& scratch) {
+at::Tensor sixteen_bit_bmm(const at::Tensor& a16, const at::Tensor& b16, double alpha, kernels::Scratch& scratch) {
   auto product16 = scratch.empty(product_sizes(a16, b16), a16.options());
   if (a16.is_cpu() && a16.scalar_type() == at::kHalf) {
     TORCH_WARN_ONCE(
@@ -79,12 +79,12 @@ at::ScalarType operand_dtype(MatmulPrecision precision, at::ScalarType iterate) 
   return precision == MatmulPrecision::FP32 ? iterate : sixteen_bit_type(precision);
 }
 
-at::Tensor as_operand(const at::Tensor& t, MatmulPrecision precision, Scratch& scratch) {
+at::Tensor as_operand(const at::Tensor& t, MatmulPrecision precision, kernels::Scratch& scratch) {
   return in_dtype(t, operand_dtype(precision, t.scalar_type()), scratch);
 }
 
-at::Tensor operand_matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch,
-    double alpha, Product product) {
+at::Tensor operand_matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision,
+    kernels::Scratch& scratch, double alpha, Product product) {
   if (precision == MatmulPrecision::FP32) {
     auto out = scratch.empty(product_sizes(a, b), a.options());
     product_into(out, a, b, alpha, product);
@@ -95,13 +95,13 @@ at::Tensor operand_matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecis
   return sixteen_bit_bmm(as_operand(a, precision, scratch), as_operand(b, precision, scratch), alpha, scratch);
 }
 
-at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch) {
+at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, kernels::Scratch& scratch) {
   const auto iterate = !is_sixteen_bit(a) ? a.scalar_type() : !is_sixteen_bit(b) ? b.scalar_type() : at::kFloat;
   return in_dtype(operand_matmul(a, b, precision, scratch), iterate, scratch);
 }
 
 at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double beta, double alpha,
-    MatmulPrecision precision, Scratch& scratch, Product product) {
+    MatmulPrecision precision, kernels::Scratch& scratch, Product product) {
   if (precision == MatmulPrecision::FP32) {
     if (beta == 0.0) {
       product_into(c, a, b, alpha, product);
@@ -118,11 +118,11 @@ at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b,
   return c.add_(sum, alpha);
 }
 
-at::Tensor widened(const at::Tensor& t, at::ScalarType dtype, Scratch& scratch) {
+at::Tensor widened(const at::Tensor& t, at::ScalarType dtype, kernels::Scratch& scratch) {
   return t.is_cuda() ? t : in_dtype(t, dtype, scratch);
 }
 
-void add_to_diagonal(at::Tensor& t, const at::Tensor& values, Scratch& scratch) {
+void add_to_diagonal(at::Tensor& t, const at::Tensor& values, kernels::Scratch& scratch) {
   auto diagonal = t.diagonal(0, -2, -1);
   if (t.scalar_type() == values.scalar_type()) {
     diagonal.add_(values);
@@ -133,10 +133,10 @@ void add_to_diagonal(at::Tensor& t, const at::Tensor& values, Scratch& scratch) 
   diagonal.copy_(wide.copy_(diagonal).add_(values));
 }
 
-at::Tensor in_dtype(const at::Tensor& t, at::ScalarType dtype, Scratch& scratch) {
+at::Tensor in_dtype(const at::Tensor& t, at::ScalarType dtype, kernels::Scratch& scratch) {
   if (t.scalar_type() == dtype) return t;
   auto converted = scratch.empty(t.sizes(), t.options().dtype(dtype));
-  copy_over_cores(converted, t);
+  kernels::copy_over_cores(converted, t);
   return converted;
 }
 

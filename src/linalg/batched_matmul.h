@@ -1,7 +1,7 @@
 #pragma once
 
 // Batched matmul in a chosen input precision. Results and 16-bit staging come from
-// a Scratch (linalg/scratch.h), so an iteration that drops its old iterates
+// a Scratch (kernels/scratch.h), so an iteration that drops its old iterates
 // allocates nothing after its first call.
 //
 // In 16-bit modes a bmm rounds its operands to the operand type and its result to
@@ -15,7 +15,7 @@
 
 #include <dash/inverse_root.h>
 
-#include "linalg/scratch.h"
+#include "kernels/scratch.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -38,18 +38,18 @@ enum class Product { General, Symmetric };
 
 /// `t` rounded to the operand dtype, in a buffer of `scratch`; `t` itself when it
 /// has that dtype already (FP32 mode, or a product of operand_matmul).
-at::Tensor as_operand(const at::Tensor& t, MatmulPrecision precision, Scratch& scratch);
+at::Tensor as_operand(const at::Tensor& t, MatmulPrecision precision, kernels::Scratch& scratch);
 
 /// alpha · (a @ b) over a stack, left in the operand dtype (see above). alpha
 /// scales the product inside the matmul, before its result is rounded: a scaled
 /// product costs no pass of its own.
-at::Tensor operand_matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch,
-    double alpha = 1.0, Product product = Product::General);
+at::Tensor operand_matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision,
+    kernels::Scratch& scratch, double alpha = 1.0, Product product = Product::General);
 
 /// a @ b over a stack, operands rounded to `precision` (unless they are already),
 /// result in the iterate dtype: that of the first operand not in 16 bits, float32
 /// when both are.
-at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, Scratch& scratch);
+at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision precision, kernels::Scratch& scratch);
 
 /// c ← beta · c + alpha · (a @ b), in place; c has the product's shape (and is
 /// symmetric when `product` is). In FP32 mode this is one in-place product: the
@@ -59,7 +59,7 @@ at::Tensor matmul(const at::Tensor& a, const at::Tensor& b, MatmulPrecision prec
 /// full precision. beta = 0 does not read c (NaN or Inf there does not
 /// propagate), as in BLAS.
 at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b, double beta, double alpha,
-    MatmulPrecision precision, Scratch& scratch, Product product = Product::General);
+    MatmulPrecision precision, kernels::Scratch& scratch, Product product = Product::General);
 
 /// `t` as an input of an element-wise op that computes in `dtype`. CUDA's
 /// element-wise kernels widen a 16-bit input as they load it, so there this is `t`
@@ -67,16 +67,16 @@ at::Tensor& matmul_add_(at::Tensor& c, const at::Tensor& a, const at::Tensor& b,
 /// so elsewhere the copy is made here, into a buffer of `scratch`. Same arithmetic
 /// either way, as long as the op's other inputs are in `dtype` (a plain number
 /// does not promote: t · 2.0 stays in 16 bits on CUDA).
-at::Tensor widened(const at::Tensor& t, at::ScalarType dtype, Scratch& scratch);
+at::Tensor widened(const at::Tensor& t, at::ScalarType dtype, kernels::Scratch& scratch);
 
 /// Adds `values` ((b) or (N, b)) to the diagonal of each matrix of t (N, b, b), in
 /// place. The sum is taken in `values`' dtype and rounded once to t's: a constant
 /// such as Newton's c₀ stays exact even where t is in 16 bits.
-void add_to_diagonal(at::Tensor& t, const at::Tensor& values, Scratch& scratch);
+void add_to_diagonal(at::Tensor& t, const at::Tensor& values, kernels::Scratch& scratch);
 
 /// `t` converted to `dtype`: `t` itself, or a copy in a buffer of `scratch`, made over
 /// the cores (copy_over_cores).
-at::Tensor in_dtype(const at::Tensor& t, at::ScalarType dtype, Scratch& scratch);
+at::Tensor in_dtype(const at::Tensor& t, at::ScalarType dtype, kernels::Scratch& scratch);
 
 /// Unit roundoff u of a floating-point type (float32 for any other type).
 double unit_roundoff(at::ScalarType type);

@@ -41,7 +41,7 @@ at::Tensor chebyshev_coefficients(const at::Tensor& lower, int64_t degree, int64
 }  // namespace
 
 at::Tensor chebyshev_root(const at::Tensor& normalized, const at::Tensor& epsilon, int64_t p,
-    const ChebyshevOptions& options, MatmulPrecision precision, Scratch& scratch) {
+    const ChebyshevOptions& options, MatmulPrecision precision, kernels::Scratch& scratch) {
   const int64_t degree = options.degree();
   const auto identity = identity_like(normalized);
   auto lower = epsilon.reshape({-1, 1}).clamp_min(options.interval_min());  // δ, (N, 1)

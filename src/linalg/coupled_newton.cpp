@@ -37,7 +37,8 @@ namespace {
 // (p = 4: N², N⁴, N⁴M — three matmuls). N and M commute (both are polynomials
 // in Â), so the order of the factors does not matter and every product is
 // symmetric (one triangle on a CPU). The result is in the operand dtype.
-at::Tensor power_times(const at::Tensor& n, int64_t p, at::Tensor m, MatmulPrecision precision, Scratch& scratch) {
+at::Tensor power_times(
+    const at::Tensor& n, int64_t p, at::Tensor m, MatmulPrecision precision, kernels::Scratch& scratch) {
   at::Tensor square = n;
   for (int64_t rest = p;;) {
     if (rest & 1) {
@@ -52,7 +53,7 @@ at::Tensor power_times(const at::Tensor& n, int64_t p, at::Tensor m, MatmulPreci
 }
 
 // out = t · c, written into a Scratch buffer.
-at::Tensor scaled(const at::Tensor& t, double c, Scratch& scratch) {
+at::Tensor scaled(const at::Tensor& t, double c, kernels::Scratch& scratch) {
   auto out = scratch.empty_like(t);
   return at::mul_out(out, t, at::scalar_tensor(c, t.options()));
 }
@@ -60,7 +61,7 @@ at::Tensor scaled(const at::Tensor& t, double c, Scratch& scratch) {
 }  // namespace
 
 at::Tensor coupled_newton_root(const at::Tensor& normalized, int64_t p, const NewtonOptions& options,
-    MatmulPrecision precision, Scratch& scratch) {
+    MatmulPrecision precision, kernels::Scratch& scratch) {
   const double pd = static_cast<double>(p);
   const double z = (pd + 1.0) / 2.0;
   const auto identity = identity_like(normalized);

@@ -5,10 +5,10 @@
 #include <dash/inverse_root.h>
 
 #include "linalg/batched_matmul.h"
-#include "linalg/scratch.h"
+#include "kernels/scratch.h"
 #include "linalg/solvers.h"
-#include "linalg/stack_lapack.h"
-#include "linalg/stack_reductions.h"
+#include "kernels/stack_lapack.h"
+#include "kernels/stack_reductions.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -90,7 +90,7 @@ at::Tensor eigen_regularisation(const at::Tensor& epsilon, const at::Tensor& val
 // ε_eff/s; NewtonDB by eigh: the relative part beyond ε/s) set `eigen_ridge`
 // (N, 1, 1) to what they added, so that the diagnostics can add it to Â.
 at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int64_t p,
-    const InverseRootOptions& options, bool keep_normalized, Eigenbasis* basis, linalg::Scratch& scratch,
+    const InverseRootOptions& options, bool keep_normalized, Eigenbasis* basis, kernels::Scratch& scratch,
     at::Tensor& eigen_ridge) {
   switch (options.method()) {
     case RootMethod::EVD: {
@@ -105,7 +105,7 @@ at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int
         scaled = scratch.empty_like(vectors);
       } else {
         // LAPACK writes column-major eigenvectors in place (stack_lapack.h).
-        vectors = linalg::column_major_view(scratch.empty_like(normalized));
+        vectors = kernels::column_major_view(scratch.empty_like(normalized));
         values = linalg::batched_eigh(normalized, vectors);
         scaled = vectors;
       }
@@ -117,7 +117,7 @@ at::Tensor normalized_root(at::Tensor normalized, const at::Tensor& epsilon, int
       return linalg::coupled_newton_root(normalized, p, options.newton(), options.precision(), scratch);
     case RootMethod::NewtonDB:
       if (newton_db_by_eigh(options, normalized.device())) {
-        auto vectors = linalg::column_major_view(scratch.empty_like(normalized));
+        auto vectors = kernels::column_major_view(scratch.empty_like(normalized));
         const auto values = linalg::batched_eigh(normalized, vectors);
         auto function_values = linalg::newton_db_eigenvalue_root(values, epsilon, p, options.newton(),
             options.newton_db(), options.scaling(), options.precision(), relative_floor(options), &eigen_ridge);
@@ -146,7 +146,7 @@ struct NormalizedStack {
   at::Tensor epsilon;
 };
 
-NormalizedStack normalize(const at::Tensor& a, const InverseRootOptions& options, linalg::Scratch& scratch) {
+NormalizedStack normalize(const at::Tensor& a, const InverseRootOptions& options, kernels::Scratch& scratch) {
   // A matrix with a NaN/Inf entry, a non-symmetric one, or (for the matmul-only
   // solvers, which assume A ⪰ 0) one with a negative diagonal entry is solved as I
   // (so that no solver, nor eigh, sees it and the rest of the stack is
@@ -155,7 +155,7 @@ NormalizedStack normalize(const at::Tensor& a, const InverseRootOptions& options
   // EVD applies ε inside its eigenvalue heuristic (as Distributed Shampoo does);
   // the matmul-only solvers get it on the diagonal.
   const bool evd = options.method() == RootMethod::EVD;
-  auto admitted = linalg::admit_matrices(a, /*positive_diagonal=*/!evd,
+  auto admitted = kernels::admit_matrices(a, /*positive_diagonal=*/!evd,
       /*diagonal_shift=*/options.epsilon() > 0.0 && !evd ? options.epsilon() : 0.0, scratch);
   auto normalized = std::move(admitted.matrices);
   auto admissible = std::move(admitted.admissible);
@@ -199,7 +199,7 @@ NormalizedStack normalize(const at::Tensor& a, const InverseRootOptions& options
 // Stack-sized temporaries come from `scratch`: a stack of 600 blocks of 256² is
 // 157 MB per tensor.
 Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& options, bool keep_normalized_root,
-    linalg::Scratch& scratch, Eigenbasis* basis = nullptr) {
+    kernels::Scratch& scratch, Eigenbasis* basis = nullptr) {
   auto [normalized, admissible, scale, epsilon] = normalize(stack.to(work_type(stack)), options, scratch);
   at::Tensor eigen_ridge;
   auto root_of_normalized = normalized_root(keep_normalized_root ? normalized : std::move(normalized), epsilon, p,
@@ -238,7 +238,7 @@ auto with_stack(const at::Tensor& matrices, int64_t p, const InverseRootOptions&
 
 }  // namespace
 
-InverseRootWorkspace::InverseRootWorkspace() : scratch_(std::make_unique<linalg::Scratch>()) {}
+InverseRootWorkspace::InverseRootWorkspace() : scratch_(std::make_unique<kernels::Scratch>()) {}
 InverseRootWorkspace::~InverseRootWorkspace() = default;
 InverseRootWorkspace::InverseRootWorkspace(InverseRootWorkspace&&) noexcept = default;
 InverseRootWorkspace& InverseRootWorkspace::operator=(InverseRootWorkspace&&) noexcept = default;
@@ -282,7 +282,7 @@ InverseRootResult inverse_root_with_diagnostics(
       auto empty = at::empty({stack.size(0)}, stack.options().dtype(work_type(stack)));
       return InverseRootResult{matrices.to(work_type(matrices)).clone(), empty, empty.to(at::kBool)};
     }
-    linalg::Scratch scratch;
+    kernels::Scratch scratch;
     auto solution = solve(stack, p, options, /*keep_normalized_root=*/true, scratch);
     // X^p (A + ε_eff I) − I, ε_eff = max(ε, ε_rel·λ_max), for every method (Â holds
     // ε_eff, solve()), evaluated in normalised units where X̂^p Â has the same

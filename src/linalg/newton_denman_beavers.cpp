@@ -56,7 +56,7 @@ enum class PassOutput { Root, InverseRoot };
 // c₀ changes (never, for Newton–Schulz): no step allocates.
 class ConstantTerm {
  public:
-  ConstantTerm(const at::Tensor& like, Scratch& scratch)
+  ConstantTerm(const at::Tensor& like, kernels::Scratch& scratch)
       : identity_(scratch.empty({like.size(-1), like.size(-1)}, like.options())) {}
 
   const at::Tensor& for_step(const OddPolynomial& q) {
@@ -80,7 +80,7 @@ class ConstantTerm {
 // The usual step (c₂ = 0, Z given) returns E in the operand dtype, ready for its
 // two products; the others return it in the iterate dtype.
 at::Tensor step_matrix(const at::Tensor& z, const at::Tensor& y, const OddPolynomial& q, const at::Tensor& c0_identity,
-    MatmulPrecision precision, Scratch& scratch, at::Tensor* residual) {
+    MatmulPrecision precision, kernels::Scratch& scratch, at::Tensor* residual) {
   const auto& c = q.coefficients;
   // (A 16-bit E read off for a residual would resolve W − I only to ulp(1)/|c₁|:
   // 16-bit check steps form E from W below.)
@@ -112,7 +112,7 @@ at::Tensor step_matrix(const at::Tensor& z, const at::Tensor& y, const OddPolyno
 // the one it was asked for as it is: in the operand dtype, or in B's when there is
 // a single step (Z₁ = E₀).
 at::Tensor newton_db_pass(at::Tensor b, const std::vector<OddPolynomial>& steps, PassOutput needed,
-    const NewtonOptions& newton, MatmulPrecision precision, Scratch& scratch) {
+    const NewtonOptions& newton, MatmulPrecision precision, kernels::Scratch& scratch) {
   ConstantTerm constant(b, scratch);
   const int64_t count = static_cast<int64_t>(steps.size());
   // First step, Z₀ = I: E₀ = q₀(B), Y₁ = B E₀ and Z₁ = E₀ save the Z·Y and E·Z matmuls.
@@ -204,7 +204,7 @@ std::vector<std::vector<OddPolynomial>> newton_db_schedule(
 }
 
 at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions& newton, const NewtonDBOptions& options,
-    MatmulPrecision precision, Scratch& scratch) {
+    MatmulPrecision precision, kernels::Scratch& scratch) {
   const auto schedule = newton_db_schedule(p, newton, options, precision);
   const auto iterate = normalized.scalar_type();
   if (p == 1) {

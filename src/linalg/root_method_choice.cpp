@@ -7,7 +7,7 @@
 
 #include "common/device_clock.h"
 #include "linalg/batched_matmul.h"
-#include "linalg/stack_reductions.h"
+#include "kernels/stack_reductions.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -105,7 +105,7 @@ RootMethodTrial run_trial(RootMethod method, const at::Tensor& matrices, const a
       trial.milliseconds = run == 0 ? ms : std::min(trial.milliseconds, ms);
     }
     // Diverged: a root of a finite matrix that the optimizer would not take.
-    auto rejected = linalg::acceptable_roots(root, options.epsilon(), p).view({-1}).logical_not();
+    auto rejected = kernels::acceptable_roots(root, options.epsilon(), p).view({-1}).logical_not();
     if (!(rejected & finite).any().item<bool>()) trial.error = weighted_error(root, reference);
   } catch (const c10::Error& error) {
     TORCH_WARN("dash::choose_root_method: ", to_string(method),

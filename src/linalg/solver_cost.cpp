@@ -1,7 +1,7 @@
 #include <dash/solver_cost.h>
 
 #include "linalg/solvers.h"
-#include "linalg/stack_blas.h"
+#include "kernels/stack_blas.h"
 
 #include <c10/util/Exception.h>
 
@@ -128,11 +128,11 @@ double inverse_root_flops(
   check_counts(count, b, p);
   const double bd = static_cast<double>(b);
   const bool full_precision = options.precision() == MatmulPrecision::FP32;
-  const double product = full_precision && linalg::stack_symmetric_product_plan(device).one_triangle
-                             ? linalg::symmetric_product_flops(b)
+  const double product = full_precision && kernels::stack_symmetric_product_plan(device).one_triangle
+                             ? kernels::symmetric_product_flops(b)
                              : gemm_flops(b);
   const double reconstruction =
-      full_precision && linalg::stack_syrk_plan(device).one_triangle ? bd * bd * (bd + 1.0) : gemm_flops(b);
+      full_precision && kernels::stack_syrk_plan(device).one_triangle ? bd * bd * (bd + 1.0) : gemm_flops(b);
   return static_cast<double>(count) *
          per_matrix_flops(b, p, options, product, reconstruction, resolve_newton_db_evaluation(options, device));
 }

@@ -12,7 +12,7 @@
 #include <dash/inverse_root.h>
 
 #include "linalg/minimax_polynomials.h"
-#include "linalg/scratch.h"
+#include "kernels/scratch.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -38,13 +38,13 @@ at::Tensor batched_eigh(const at::Tensor& a, const at::Tensor& vectors);
 /// `scaled`, which may be `vectors` itself (then overwritten) or a buffer of its
 /// shape.
 at::Tensor root_from_eigenbasis(const at::Tensor& values, const at::Tensor& vectors, const at::Tensor& epsilon,
-    int64_t p, EigenHeuristic heuristic, MatmulPrecision precision, at::Tensor scaled, Scratch& scratch);
+    int64_t p, EigenHeuristic heuristic, MatmulPrecision precision, at::Tensor scaled, kernels::Scratch& scratch);
 
 /// Q · diag(f) · Qᵀ for function values f (N, b) ≥ 0 of the eigenvalues, formed as
 /// S·Sᵀ with S = Q · diag(√f) in `scaled` (as root_from_eigenbasis()); f's buffer is
 /// overwritten.
 at::Tensor root_from_eigenvalue_function(at::Tensor function_values, const at::Tensor& vectors,
-    MatmulPrecision precision, at::Tensor scaled, Scratch& scratch);
+    MatmulPrecision precision, at::Tensor scaled, kernels::Scratch& scratch);
 
 /// Updates `basis` to an eigenbasis of each matrix of `a` (N, b, b), warm-started
 /// from the previous one (warm_eigen.cpp), judged by the error of the root
@@ -54,13 +54,13 @@ at::Tensor refresh_eigenbasis(
     const at::Tensor& a, const at::Tensor& epsilon, int64_t p, const EigenOptions& options, Eigenbasis& basis);
 
 /// Coupled Newton (Guo & Higham 2006, eq. 3.1–3.2; spec §5).
-at::Tensor coupled_newton_root(
-    const at::Tensor& normalized, int64_t p, const NewtonOptions& options, MatmulPrecision precision, Scratch& scratch);
+at::Tensor coupled_newton_root(const at::Tensor& normalized, int64_t p, const NewtonOptions& options,
+    MatmulPrecision precision, kernels::Scratch& scratch);
 
 /// Newton–Denman–Beavers square-root passes (spec §5); p = 1 or a power of two.
 /// Takes the stack by value: its buffer is reused once the first step has read it.
 at::Tensor newton_db_root(at::Tensor normalized, int64_t p, const NewtonOptions& newton, const NewtonDBOptions& options,
-    MatmulPrecision precision, Scratch& scratch);
+    MatmulPrecision precision, kernels::Scratch& scratch);
 
 /// NewtonDBEvaluation::Eigh: the function φ (N, b) that newton_db_root() applies to
 /// the eigenvalues `values` (N, b) of a stack (A + εI)/s scaled by its largest entry
@@ -80,7 +80,7 @@ at::Tensor newton_db_eigenvalue_root(const at::Tensor& values, const at::Tensor&
 /// Chebyshev interpolant of x^{-1/p} evaluated by Clenshaw's recurrence (spec §5).
 /// `epsilon` (N, 1, 1) is ε/s and bounds the fitted interval from below.
 at::Tensor chebyshev_root(const at::Tensor& normalized, const at::Tensor& epsilon, int64_t p,
-    const ChebyshevOptions& options, MatmulPrecision precision, Scratch& scratch);
+    const ChebyshevOptions& options, MatmulPrecision precision, kernels::Scratch& scratch);
 
 /// The start vectors of (multi-vector) power iteration, (b, v), entries in [-1, 1),
 /// unnormalised: deterministic pseudo-random numbers, the same for every call.
@@ -88,9 +88,9 @@ at::Tensor power_start_vectors(int64_t b, int64_t v, const at::TensorOptions& op
 
 /// estimate_spectral_scale() (<dash/inverse_root.h>) with its temporaries from `scratch`.
 /// `magnitude`, where the caller has it: largest_magnitude(matrices)
-/// (linalg/stack_reductions.h), (N, 1, 1) for a stack; computed here otherwise.
+/// (kernels/stack_reductions.h), (N, 1, 1) for a stack; computed here otherwise.
 at::Tensor spectral_scale(const at::Tensor& matrices, const SpectralScaleOptions& options, MatmulPrecision precision,
-    Scratch& scratch, const at::Tensor& magnitude = at::Tensor());
+    kernels::Scratch& scratch, const at::Tensor& magnitude = at::Tensor());
 
 /// Early stop of the Newton solvers: true on the steps where the tolerance is to
 /// be checked (only when a tolerance is asked for).

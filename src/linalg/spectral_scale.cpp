@@ -4,7 +4,7 @@
 
 #include "linalg/batched_matmul.h"
 #include "linalg/solvers.h"
-#include "linalg/stack_reductions.h"
+#include "kernels/stack_reductions.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -48,7 +48,7 @@ namespace {
 // iteration, DASH §3.3). ‖A v‖ with unit v never exceeds λ_max for symmetric A
 // and is at least the Rayleigh quotient, so it is the tighter lower bound.
 at::Tensor power_iteration_scale(const at::Tensor& a, int64_t vectors, const SpectralScaleOptions& options,
-    MatmulPrecision precision, linalg::Scratch& scratch) {
+    MatmulPrecision precision, kernels::Scratch& scratch) {
   const auto tiny = std::numeric_limits<float>::min();
   auto v = linalg::power_start_vectors(a.size(-1), vectors, a.options());
   v = (v / at::linalg_vector_norm(v, 2, {0}, /*keepdim=*/true).clamp_min(tiny)).expand({a.size(0), -1, -1});
@@ -70,7 +70,7 @@ at::Tensor power_iteration_scale(const at::Tensor& a, int64_t vectors, const Spe
 namespace linalg {
 
 at::Tensor spectral_scale(const at::Tensor& matrices, const SpectralScaleOptions& options, MatmulPrecision precision,
-    Scratch& scratch, const at::Tensor& magnitude_of_matrices) {
+    kernels::Scratch& scratch, const at::Tensor& magnitude_of_matrices) {
   TORCH_CHECK(matrices.dim() == 2 || matrices.dim() == 3,
       "dash::estimate_spectral_scale: expected a (b, b) matrix or an (N, b, b) stack, got ", matrices.dim(),
       " dimensions");
@@ -78,8 +78,9 @@ at::Tensor spectral_scale(const at::Tensor& matrices, const SpectralScaleOptions
   auto a = single ? matrices.unsqueeze(0) : matrices;
   // Divide by the largest entry first: squares of entries above ~1e19 overflow
   // float32 in ‖A‖_F, and 16-bit power iteration needs entries near 1.
-  auto magnitude = (magnitude_of_matrices.defined() ? magnitude_of_matrices.view({-1, 1, 1}) : largest_magnitude(a))
-                       .clamp_min(std::numeric_limits<float>::min());
+  auto magnitude =
+      (magnitude_of_matrices.defined() ? magnitude_of_matrices.view({-1, 1, 1}) : kernels::largest_magnitude(a))
+          .clamp_min(std::numeric_limits<float>::min());
   auto unit = scratch.empty_like(a);
   at::div_out(unit, a, magnitude);
   at::Tensor relative;
@@ -103,7 +104,7 @@ at::Tensor spectral_scale(const at::Tensor& matrices, const SpectralScaleOptions
 at::Tensor estimate_spectral_scale(
     const at::Tensor& matrices, const SpectralScaleOptions& options, MatmulPrecision precision) {
   check_solver_options(options);  // inverse_root() checks them with the rest of its options
-  linalg::Scratch scratch;
+  kernels::Scratch scratch;
   return linalg::spectral_scale(matrices, options, precision, scratch);
 }
 

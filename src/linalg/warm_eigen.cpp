@@ -20,7 +20,7 @@
 // gets a full eigh.
 
 #include "linalg/solvers.h"
-#include "linalg/stack_lapack.h"
+#include "kernels/stack_lapack.h"
 
 #include <ATen/ATen.h>
 
@@ -72,7 +72,7 @@ at::Tensor refresh_eigenbasis(
       auto b = rotated.index_select(0, to_iterate);
       auto q = previous.index_select(0, to_iterate);
       for (int64_t step = 0; step < options.warm_iterations(); ++step) {
-        auto [q_step, r_step] = stack_qr(b);
+        auto [q_step, r_step] = kernels::stack_qr(b);
         b = at::bmm(r_step, q_step);
         q = at::bmm(q, q_step);
       }
@@ -86,7 +86,7 @@ at::Tensor refresh_eigenbasis(
   auto stale = (status == kRecomputed).nonzero().view({-1});  // host read-back
   if (stale.numel() > 0) {
     auto stale_matrices = a.index_select(0, stale);
-    auto fresh_vectors = column_major_view(at::empty_like(stale_matrices));
+    auto fresh_vectors = kernels::column_major_view(at::empty_like(stale_matrices));
     auto fresh_values = batched_eigh(stale_matrices, fresh_vectors);
     // Largest eigenvalue first: the order the QR algorithm's diagonal converges to.
     // From eigh's ascending order a QR step would start reordering the basis and

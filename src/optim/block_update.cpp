@@ -1,10 +1,10 @@
 #include "optim/block_update.h"
 
-#include "optim/fused_moments.h"
+#include "kernels/fused_moments.h"
 #include "optim/grafting.h"
 
-#include "linalg/stack_blas.h"
-#include "linalg/stack_lapack.h"
+#include "kernels/stack_blas.h"
+#include "kernels/core_ranges.h"
 
 #include <ATen/ATen.h>
 
@@ -14,11 +14,11 @@ namespace dash::optim {
 namespace {
 
 // ‖t_i‖_F of each matrix, (N, 1, 1): ATen's norm, over the cores where its pool has
-// one thread (linalg::for_each_pass_range; the same numbers, each matrix's sum its own).
+// one thread (kernels::for_each_pass_range; the same numbers, each matrix's sum its own).
 at::Tensor frobenius_norms(const at::Tensor& t) {
   auto norms = at::empty({t.size(0), 1, 1}, t.options());
   (void)norms.data_ptr();  // on this thread (for_each_pass_range)
-  linalg::for_each_pass_range(t, static_cast<double>(t.numel() * t.element_size()), [&](int64_t first, int64_t last) {
+  kernels::for_each_pass_range(t, static_cast<double>(t.numel() * t.element_size()), [&](int64_t first, int64_t last) {
     auto out = norms.slice(0, first, last);
     at::linalg_vector_norm_out(out, t.slice(0, first, last), 2, {1, 2}, /*keepdim=*/true);
   });
@@ -28,7 +28,7 @@ at::Tensor frobenius_norms(const at::Tensor& t) {
 // t_i ← t_i · factor_i for (N, 1, 1) factors, in place, over the cores as above.
 at::Tensor& scale_matrices_(at::Tensor& t, const at::Tensor& factors) {
   (void)t.data_ptr();  // on this thread (for_each_pass_range)
-  linalg::for_each_pass_range(t, 2.0 * static_cast<double>(t.numel() * t.element_size()),
+  kernels::for_each_pass_range(t, 2.0 * static_cast<double>(t.numel() * t.element_size()),
       [&](int64_t first, int64_t last) { t.slice(0, first, last).mul_(factors.slice(0, first, last)); });
   return t;
 }
@@ -50,8 +50,8 @@ void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, do
   const double weight = beta < 1.0 ? 1.0 - beta : 1.0;
   // A factor is symmetric: where a CPU BLAS can form one triangle, it does half
   // the multiply-adds (docs/experiments/2026-12-03-step-floor.md, "Factor updates with syrk").
-  if (linalg::stack_syrk_supported(factor, grad)) {
-    linalg::stack_syrk(factor, grad, /*transpose_a=*/!left, weight, beta);
+  if (kernels::stack_syrk_supported(factor, grad)) {
+    kernels::stack_syrk(factor, grad, /*transpose_a=*/!left, weight, beta);
     return;
   }
   auto transposed = grad.transpose(1, 2);
@@ -69,7 +69,7 @@ Workspace Workspace::like(const at::Tensor& like) {
 void grafting_direction(const at::Tensor& grad, MomentState& state, const StepHyper& hyper, Workspace& work) {
   const auto& grafting = grafting_for(hyper.grafting);
   if (grafting.fused_step(grad, state, hyper, work.ghat, work.graft)) return;
-  if (grad.is_cuda() && grafting.keeps_statistic() && !cuda_kernels_built()) {
+  if (grad.is_cuda() && grafting.keeps_statistic() && !kernels::cuda_kernels_built()) {
     TORCH_WARN_ONCE(
         "dash::Dash: this build has no CUDA kernels (configured without a CUDA compiler, or with "
         "DASH_CUDA_KERNELS=OFF): the grafting statistics take nine element-wise kernels (21 passes over memory) "
@@ -90,17 +90,17 @@ at::Tensor preconditioned_direction(
   if (rescale) graft_norm = frobenius_norms(work.graft);
   at::Tensor u;
   if (left_root.scalar_type() == work.ghat.scalar_type()) {
-    linalg::stack_bmm_out(work.product, left_root, work.ghat);
-    u = right_root.defined() ? linalg::stack_bmm_out(work.direction, work.product, right_root) : work.product;
+    kernels::stack_bmm_out(work.product, left_root, work.ghat);
+    u = right_root.defined() ? kernels::stack_bmm_out(work.direction, work.product, right_root) : work.product;
   } else {
     TORCH_CHECK(work.ghat_operand.defined() && work.ghat_operand.scalar_type() == left_root.scalar_type() &&
                     work.product_operand.defined() && work.product_operand.scalar_type() == left_root.scalar_type(),
         "dash: preconditioned_direction: roots in ", left_root.scalar_type(), " need operand buffers of that dtype");
     // Ĝ is dead once rounded, so U (float32) goes into its buffer, work.direction.
     work.ghat_operand.copy_(work.ghat);
-    linalg::stack_bmm_out(work.product_operand, left_root, work.ghat_operand);
+    kernels::stack_bmm_out(work.product_operand, left_root, work.ghat_operand);
     const auto& rounded = right_root.defined()
-                              ? linalg::stack_bmm_out(work.ghat_operand, work.product_operand, right_root)
+                              ? kernels::stack_bmm_out(work.ghat_operand, work.product_operand, right_root)
                               : work.product_operand;
     u = work.direction.copy_(rounded);
   }

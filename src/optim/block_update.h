@@ -63,7 +63,7 @@ at::Tensor bias_correction_of(const at::Tensor& given, double beta, const Moment
 
 /// L ← β L + (1 − β) G Gᵀ (left) or R ← β R + (1 − β) Gᵀ G, in place; β = 1 adds.
 /// The factor must be symmetric: on a CPU only its lower triangle may be read
-/// (linalg::stack_syrk), and the result is then exactly symmetric.
+/// (kernels::stack_syrk), and the result is then exactly symmetric.
 void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, double beta);
 
 /// Updates M and A in place and writes Ĝ (the bias-corrected gradient EMA) into

@@ -4,7 +4,7 @@
 #include "distributed/share_exchange.h"
 #include "distributed/share_layout.h"
 #include "distributed/work_split.h"
-#include "linalg/matrix_transfer.h"
+#include "kernels/matrix_transfer.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -57,7 +57,7 @@ class MatrixViews {
 
 // W ← W·(1 − lr·wd) − lr·P (spec §4 steps 1 and 9) from update pieces: a strided
 // view per block region and one per AdamW parameter, the pieces taken since the
-// last flush in one transfer (linalg/matrix_transfer.h).
+// last flush in one transfer (kernels/matrix_transfer.h).
 class ParameterWriter {
  public:
   void begin(const StepWrite& step) {
@@ -90,7 +90,7 @@ class ParameterWriter {
 
   void flush(PhaseProfile& profile) {
     ScopedPhase phase(profile, Phase::Copies);
-    linalg::transfer_matrices(pending_, linalg::Transfer::Subtract);
+    kernels::transfer_matrices(pending_, kernels::Transfer::Subtract);
     pending_.clear();
   }
 
@@ -105,7 +105,7 @@ class ParameterWriter {
   double scale(const StepWrite& step, int64_t param) const { return decay_in_pass_ ? step.decay[param] : 1.0; }
 
   MatrixViews views_{0};
-  std::vector<linalg::ViewPair> pending_;
+  std::vector<kernels::ViewPair> pending_;
   bool decay_in_pass_ = true;
 };
 
@@ -267,7 +267,7 @@ class ExchangeDistributor final : public Distributor {
       return;
     }
     ScopedPhase phase(profile, Phase::Copies);
-    linalg::transfer_matrices(pending_, linalg::Transfer::Copy);
+    kernels::transfer_matrices(pending_, kernels::Transfer::Copy);
     pending_.clear();
   }
 
@@ -371,7 +371,7 @@ class ExchangeDistributor final : public Distributor {
     finish_locally(writer_, step, adamw_update, segment_offsets, profile);
     MatrixViews matrices(step.params.size());
     auto pieces = [&](int64_t rank, size_t k, const at::Tensor& buffer, bool into_parameters) {
-      std::vector<linalg::ViewPair> pairs;
+      std::vector<kernels::ViewPair> pairs;
       const auto& plan = rank_plans_[rank];
       for_each_piece(
           rank, k, buffer, step.has_grad,
@@ -379,14 +379,14 @@ class ExchangeDistributor final : public Distributor {
             auto parameter =
                 blocking::region_in_matrix(matrices.of(step.params[region.param], plan, region.param), region);
             pairs.push_back(
-                into_parameters ? linalg::ViewPair{parameter, values} : linalg::ViewPair{values, parameter});
+                into_parameters ? kernels::ViewPair{parameter, values} : kernels::ViewPair{values, parameter});
           },
           [&](int64_t param, const at::Tensor& values) {
             const auto parameter = step.params[param].view(-1);
             pairs.push_back(
-                into_parameters ? linalg::ViewPair{parameter, values} : linalg::ViewPair{values, parameter});
+                into_parameters ? kernels::ViewPair{parameter, values} : kernels::ViewPair{values, parameter});
           });
-      linalg::transfer_matrices(pairs, linalg::Transfer::Copy);
+      kernels::transfer_matrices(pairs, kernels::Transfer::Copy);
     };
     for (size_t k = 0; k < rounds_.ranges.size(); ++k) {
       {
@@ -418,7 +418,7 @@ class ExchangeDistributor final : public Distributor {
       return matrices.of(grads[param], plan, param);
     };
     for (size_t k = 0; k < rounds_.ranges.size(); ++k) {
-      std::vector<linalg::ViewPair> pairs;
+      std::vector<kernels::ViewPair> pairs;
       {
         ScopedPhase phase(profile, Phase::Copies);
         for (int64_t rank = 0; rank < context_.world_size(); ++rank) {
@@ -432,7 +432,7 @@ class ExchangeDistributor final : public Distributor {
                 pairs.push_back({part.view(grads[param].sizes()), grads[param]});
               });
         }
-        linalg::transfer_matrices(pairs, linalg::Transfer::Copy);
+        kernels::transfer_matrices(pairs, kernels::Transfer::Copy);
         pairs.clear();
       }
       at::Tensor average;
@@ -450,7 +450,7 @@ class ExchangeDistributor final : public Distributor {
           [&](int64_t param, const at::Tensor& part) {
             pairs.push_back({grads[param], part.view(grads[param].sizes())});
           });
-      linalg::transfer_matrices(pairs, linalg::Transfer::Copy);
+      kernels::transfer_matrices(pairs, kernels::Transfer::Copy);
     }
     matrices.write_back(grads);
   }
@@ -488,10 +488,10 @@ class ExchangeDistributor final : public Distributor {
   std::vector<distributed::ShareLayout> layouts_;
   std::unique_ptr<distributed::ShareExchange> exchange_;
   distributed::ShareRounds rounds_;
-  int64_t bound_ = 0;                      ///< the bound rounds_ were made for, agreed by all ranks
-  int64_t requested_bound_ = 0;            ///< this rank's, for the next agreement
-  std::optional<Agreement> agreement_;     ///< this step's, until settled
-  std::vector<linalg::ViewPair> pending_;  ///< updates into this rank's share, until the next flush
+  int64_t bound_ = 0;                       ///< the bound rounds_ were made for, agreed by all ranks
+  int64_t requested_bound_ = 0;             ///< this rank's, for the next agreement
+  std::optional<Agreement> agreement_;      ///< this step's, until settled
+  std::vector<kernels::ViewPair> pending_;  ///< updates into this rank's share, until the next flush
   ParameterWriter writer_;
 };
 

@@ -383,7 +383,7 @@ void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& grou
   context.budget = step_budget(groups);
   // The scratches only grow: buffers made for no limit or a larger one go.
   if (context.budget.bounded() && (workspace_limit_bytes_ == 0 || context.budget.limit < workspace_limit_bytes_)) {
-    block_scratch_ = linalg::Scratch();
+    block_scratch_ = kernels::Scratch();
     root_workspace_ = InverseRootWorkspace();
   }
   workspace_limit_bytes_ = context.budget.limit;

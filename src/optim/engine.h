@@ -6,7 +6,7 @@
 #include <dash/optimizer.h>
 
 #include "blocking/stack_plan.h"
-#include "linalg/scratch.h"
+#include "kernels/scratch.h"
 #include "optim/adamw_segment.h"
 #include "optim/block_update.h"
 #include "optim/phase_profile.h"
@@ -178,7 +178,7 @@ class Engine {
   /// The blocks' buffers of a chunk (a gathered gradient, Ĝ, P_g, 16-bit
   /// preconditioning's rounded Ĝ and L̄ Ĝ), shared by the gradient stacks and kept
   /// across steps: not state, not saved.
-  linalg::Scratch block_scratch_;
+  kernels::Scratch block_scratch_;
   bool profile_memory_ = false;
   int64_t step_peak_bytes_ = -1;       ///< the last step's, when measured
   int64_t workspace_limit_bytes_ = 0;  ///< the last step's budget (0: none)

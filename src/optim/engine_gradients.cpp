@@ -4,8 +4,8 @@
 
 #include "optim/engine.h"
 
-#include "linalg/matrix_transfer.h"
-#include "linalg/stack_reductions.h"
+#include "kernels/matrix_transfer.h"
+#include "kernels/stack_reductions.h"
 #include "optim/engine_step_context.h"
 #include "optim/host_masks.h"
 #include "optim/parameter_checks.h"
@@ -60,7 +60,7 @@ std::vector<at::Tensor> Engine::checked_gradients(const StepContext& context) co
 
 // The step's one read back to the host: the largest magnitude of the checked
 // gradients (NaN when an entry is NaN: the reductions propagate it), one pass over
-// them all and no mask (linalg::largest_magnitude_of_list), and whether a root
+// them all and no mask (kernels::largest_magnitude_of_list), and whether a root
 // failure limit is exceeded, both as every rank sees them (the distributor's
 // maximum over the ranks, so that all decide alike); with them the count of
 // factors reset so far, so that a reset is announced without a read of its own.
@@ -70,7 +70,8 @@ std::vector<at::Tensor> Engine::checked_gradients(const StepContext& context) co
 bool Engine::gradients_usable(StepContext& context) {
   // (No gradient elements at all: nothing to skip for; a zero stands in, on the
   // parameters' device like the rest of the decision.)
-  const auto largest_magnitude = linalg::largest_magnitude_of_list(checked_gradients(context)).to(adamw_grad_.device());
+  const auto largest_magnitude =
+      kernels::largest_magnitude_of_list(checked_gradients(context)).to(adamw_grad_.device());
   auto exceeded = root_failure_limit_exceeded(plan_.factor_stacks, factors_, *context.groups);
   if (!exceeded.defined()) exceeded = at::zeros({}, largest_magnitude.options());
   const auto decided = distributor_->maximum_over_ranks(at::stack({largest_magnitude, exceeded}));
@@ -96,9 +97,9 @@ bool Engine::gradients_usable(StepContext& context) {
 // Moves the AdamW parameters' gradients into their packed segments and, without a
 // workspace limit, each gradient into its blocks' stacks, a strided view per
 // region (a parameter that tiles into B × B blocks is one region): one transfer
-// of all of them (linalg/matrix_transfer.h), no flat concatenation of all gradients.
+// of all of them (kernels/matrix_transfer.h), no flat concatenation of all gradients.
 void Engine::gather_gradients(const StepContext& context) {
-  std::vector<linalg::ViewPair> regions;
+  std::vector<kernels::ViewPair> regions;
   for (size_t s = 0; s < stacks_.size() && context.keep_gradients; ++s) {
     const auto& stack = plan_.gradient_stacks[s];
     auto& gathered = stacks_[s].gathered;
@@ -126,7 +127,7 @@ void Engine::gather_gradients(const StepContext& context) {
       }
     }
   }
-  linalg::transfer_matrices(regions, linalg::Transfer::Copy);
+  kernels::transfer_matrices(regions, kernels::Transfer::Copy);
   // maximize: the step descends along −G (negation is exact: G's statistics are
   // what they would be for −G, the updates flip).
   for (size_t s = 0; s < stacks_.size() && context.keep_gradients; ++s) {
@@ -150,14 +151,14 @@ at::Tensor Engine::gradient_blocks(const StepContext& context, size_t s, const R
   auto blocks =
       block_scratch_.empty({static_cast<int64_t>(rows.blocks().size()), stack.rows, stack.cols}, adamw_grad_.options());
   std::vector<at::Tensor> matrices(params_.size());  // a gradient's matrix view, once per parameter
-  std::vector<linalg::ViewPair> pairs;
+  std::vector<kernels::ViewPair> pairs;
   for (const auto& piece : blocking::regions_of_blocks(stack.regions, rows.blocks())) {
     auto& matrix = matrices[piece.param];
     if (!matrix.defined())
       matrix = blocking::as_matrix(params_[piece.param].grad(), plan_.parameters[piece.param].view);
     pairs.push_back({blocking::region_in_stack(blocks, piece), blocking::region_in_matrix(matrix, piece)});
   }
-  linalg::transfer_matrices(pairs, linalg::Transfer::Copy);
+  kernels::transfer_matrices(pairs, kernels::Transfer::Copy);
   return context.options(stack.group).maximize() ? blocks.neg_() : blocks;
 }
 

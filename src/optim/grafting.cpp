@@ -5,7 +5,7 @@
 #include "optim/grafting.h"
 
 #include "optim/block_update.h"
-#include "optim/fused_moments.h"
+#include "kernels/fused_moments.h"
 
 #include <ATen/ATen.h>
 
@@ -46,8 +46,8 @@ class SecondMomentGrafting final : public Grafting {
     // Step counts per element (AdamW segments) or a layout the kernels cannot take:
     // refused before any work. Corrections from (n, 1, 1) counts are (n, 1, 1) and contiguous.
     const bool per_block = state.steps.dim() == 3 && state.steps.size(1) == 1 && state.steps.size(2) == 1;
-    if (!per_block ||
-        !fused_second_moment_supported(grad, state.grad_ema, state.graft_stat, at::Tensor(), at::Tensor(), ghat, out)) {
+    if (!per_block || !kernels::fused_second_moment_supported(
+                          grad, state.grad_ema, state.graft_stat, at::Tensor(), at::Tensor(), ghat, out)) {
       return false;
     }
     const auto ema_correction =
@@ -55,13 +55,13 @@ class SecondMomentGrafting final : public Grafting {
     const auto stat_correction =
         bias_corrected_ ? bias_correction_of(state.stat_correction, hyper.beta_graft, state, hyper.bias_correction)
                         : at::Tensor();
-    SecondMomentCoefficients coefficients;
+    kernels::SecondMomentCoefficients coefficients;
     coefficients.grad_decay = static_cast<float>(hyper.beta_grad);
     coefficients.grad_weight = static_cast<float>(1.0 - hyper.beta_grad);
     coefficients.stat_decay = exponential_average_ ? static_cast<float>(hyper.beta_graft) : 1.0f;
     coefficients.stat_weight = exponential_average_ ? static_cast<float>(1.0 - hyper.beta_graft) : 1.0f;
     coefficients.eps = static_cast<float>(hyper.eps_graft);
-    fused_second_moment_step(
+    kernels::fused_second_moment_step(
         grad, state.grad_ema, state.graft_stat, ema_correction, stat_correction, coefficients, ghat, out);
     return true;
   }

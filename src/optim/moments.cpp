@@ -33,7 +33,7 @@ void put_moments(MomentState& full, const MomentState& part, const Rows& rows) {
   back(full.steps, part.steps);
 }
 
-MomentState widened_moments(const MomentState& stored, linalg::Scratch& scratch) {
+MomentState widened_moments(const MomentState& stored, kernels::Scratch& scratch) {
   return {widened(stored.grad_ema, scratch), widened(stored.graft_stat, scratch), widened(stored.momentum, scratch),
       stored.steps};
 }

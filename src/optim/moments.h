@@ -4,7 +4,7 @@
 // a chunk's part, and its float32 view for the arithmetic when the state is kept in
 // bfloat16 (state_precision.h).
 
-#include "linalg/scratch.h"
+#include "kernels/scratch.h"
 #include "optim/block_update.h"
 #include "optim/rows.h"
 
@@ -29,7 +29,7 @@ void put_moments(MomentState& full, const MomentState& part, const Rows& rows);
 
 /// The moments as float32 for the step's arithmetic: the stored tensors where they
 /// are float32, else copies in `scratch`.
-MomentState widened_moments(const MomentState& stored, linalg::Scratch& scratch);
+MomentState widened_moments(const MomentState& stored, kernels::Scratch& scratch);
 
 /// Rounds what the arithmetic made of widened_moments(stored) back into `stored`.
 void store_rounded_moments(const MomentState& stored, const MomentState& computed);

@@ -20,7 +20,7 @@ struct MemorySpan {
 
 // Two parameters in overlapping memory (overlapping or interleaved views of one
 // storage) would be written by the update's write-back from several threads at once
-// (linalg/matrix_transfer.h), and an optimizer that moves each parameter by its own
+// (kernels/matrix_transfer.h), and an optimizer that moves each parameter by its own
 // update has no meaning for them anyway.
 void check_disjoint_memory(std::vector<MemorySpan> spans) {
   std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });

@@ -1,9 +1,9 @@
 #include "optim/root_refresh.h"
 
 #include "common/device_clock.h"
-#include "linalg/stack_lapack.h"
-#include "linalg/stack_reductions.h"
-#include "linalg/stack_select.h"
+#include "kernels/core_ranges.h"
+#include "kernels/stack_reductions.h"
+#include "kernels/stack_select.h"
 #include "optim/host_masks.h"
 #include "optim/state_precision.h"
 
@@ -114,26 +114,26 @@ void StackRoots::refresh(int64_t first, int64_t length, const at::Tensor& due_ma
   }
   // A diverged root (non-finite, or finite far above the bound) would turn the
   // update into Inf and the parameters into NaN.
-  auto ok = linalg::acceptable_roots(fresh, root_options_.epsilon(), stack_.root).view({-1});
+  auto ok = kernels::acceptable_roots(fresh, root_options_.epsilon(), stack_.root).view({-1});
   if (due_mask.defined()) ok = ok & due_mask;
   auto failed = due_mask.defined() ? (due_mask & ~ok) : ~ok;
   state_.failures.add_(failed.sum());
   part_failures.add_(failed).masked_fill_(ok, 0);
-  linalg::copy_matrices_where(part_roots, ok, fresh.to(part_roots.scalar_type()));
+  kernels::copy_matrices_where(part_roots, ok, fresh.to(part_roots.scalar_type()));
   // A factor that overflowed would fail every root after it (an EMA keeps the
   // Inf): it restarts from zero, as a new block's, and keeps its last good root.
   // So does one about to overflow (plain sums grow without bound): above
   // FLT_MAX/(16 b) the solvers' spectral scale (≤ margin · b · max |a_ij|) would.
   const double near_overflow = static_cast<double>(std::numeric_limits<float>::max()) / (16.0 * stack_.size);
-  auto overflowed = (linalg::largest_magnitude(part_factors) <= near_overflow).view({-1}).logical_not();
+  auto overflowed = (kernels::largest_magnitude(part_factors) <= near_overflow).view({-1}).logical_not();
   if (due_mask.defined()) overflowed = overflowed & due_mask;
-  linalg::fill_matrices_where(part_factors, overflowed, 0.0);
+  kernels::fill_matrices_where(part_factors, overflowed, 0.0);
   const auto resets = overflowed.sum();
   state_.factor_resets.add_(resets);
   buffers_.factor_resets_total.add_(resets);
   if (warm_eigen_) {
     // Only the factors whose root was taken move to their new basis.
-    linalg::copy_matrices_where(part_vectors, ok, basis.vectors);
+    kernels::copy_matrices_where(part_vectors, ok, basis.vectors);
     at::where_out(part_valid, ok, basis.valid, part_valid);
     part_valid.masked_fill_(overflowed, false);
     state_.refresh_counts.add_(at::one_hot(basis.status, 3).mul_(ok.unsqueeze(1)).sum(0));
@@ -262,7 +262,7 @@ int64_t factors_per_chunk(const blocking::FactorStack& stack, const FactorStackS
   const auto chunk =
       items_per_chunk(stack.count, two - one + widened_factors + rounded_roots, 2 * one - two, budget.roots());
   // An odd chunk of 1024² eigh would leave a core idle for one.
-  const auto workers = linalg::stack_lapack_plan(stack.count, device).workers;
+  const auto workers = kernels::stack_lapack_plan(stack.count, device).workers;
   return chunk < stack.count && chunk > workers ? chunk - chunk % workers : chunk;
 }
 

@@ -10,7 +10,7 @@
 #include <dash/root_method_choice.h>
 
 #include "blocking/stack_plan.h"
-#include "linalg/scratch.h"
+#include "kernels/scratch.h"
 #include "optim/workspace_budget.h"
 
 #include <ATen/core/Tensor.h>
@@ -55,7 +55,7 @@ struct FactorStackState {
 /// over all stacks.
 struct RootBuffers {
   InverseRootWorkspace& solvers;
-  linalg::Scratch& scratch;
+  kernels::Scratch& scratch;
   at::Tensor& factor_resets_total;
 };
 

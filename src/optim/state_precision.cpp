@@ -1,7 +1,7 @@
 #include "optim/state_precision.h"
 
 #include "linalg/batched_matmul.h"
-#include "linalg/stack_lapack.h"
+#include "kernels/core_ranges.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -19,13 +19,13 @@ bool convert_state(at::Tensor& state, at::ScalarType dtype) {
   return true;
 }
 
-at::Tensor widened(const at::Tensor& stored, linalg::Scratch& scratch) {
+at::Tensor widened(const at::Tensor& stored, kernels::Scratch& scratch) {
   return stored.defined() ? linalg::in_dtype(stored, at::kFloat, scratch) : stored;
 }
 
 void store_rounded(const at::Tensor& stored, const at::Tensor& computed) {
   if (!stored.defined() || stored.is_same(computed)) return;
-  linalg::copy_over_cores(stored, computed);
+  kernels::copy_over_cores(stored, computed);
 }
 
 }  // namespace dash::optim

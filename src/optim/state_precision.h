@@ -8,7 +8,7 @@
 
 #include <dash/root_options.h>
 
-#include "linalg/scratch.h"
+#include "kernels/scratch.h"
 
 #include <ATen/core/Tensor.h>
 
@@ -24,10 +24,10 @@ bool convert_state(at::Tensor& state, at::ScalarType dtype);
 
 /// `stored` as float32 for arithmetic: itself when it is float32 (or undefined), else
 /// a float32 copy in a buffer of `scratch` (linalg::in_dtype).
-at::Tensor widened(const at::Tensor& stored, linalg::Scratch& scratch);
+at::Tensor widened(const at::Tensor& stored, kernels::Scratch& scratch);
 
 /// Writes `computed` (what arithmetic made of widened(stored)) back into `stored`,
-/// rounding to its dtype (over the cores: linalg::copy_over_cores); nothing when
+/// rounding to its dtype (over the cores: kernels::copy_over_cores); nothing when
 /// they are one tensor.
 void store_rounded(const at::Tensor& stored, const at::Tensor& computed);
 

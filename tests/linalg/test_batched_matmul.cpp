@@ -6,7 +6,7 @@
 
 #include "linalg/batched_matmul.h"
 #include "linalg/solvers.h"
-#include "linalg/stack_blas.h"
+#include "kernels/stack_blas.h"
 
 #include "support/spd_matrices.h"
 #include "support/top_level_ops.h"
@@ -39,7 +39,7 @@ TEST(BatchedMatmul, MatmulAddFollowsBetaAndAlphaAndIgnoresCWhenBetaIsZero) {
       const double tolerance = precision == MatmulPrecision::FP32   ? 1e-5
                                : precision == MatmulPrecision::FP16 ? 2e-2
                                                                     : 1e-1;
-      Scratch scratch;
+      kernels::Scratch scratch;
       for (double beta : {0.0, 1.0, 0.5}) {
         for (double alpha : {-0.75, 1.0}) {
           auto c = beta == 0.0 ? at::full({3, size, size}, std::numeric_limits<float>::quiet_NaN()) : c0.clone();
@@ -58,7 +58,7 @@ TEST(BatchedMatmul, MatmulAddFollowsBetaAndAlphaAndIgnoresCWhenBetaIsZero) {
 // Product::Symmetric for commuting symmetric operands: in every precision, through
 // operand_matmul and matmul_add_ (β = 0 over NaN, and β ≠ 0), the same product as
 // Product::General to rounding, and exactly symmetric in float32 wherever this
-// CPU computes one triangle (linalg/stack_blas.h).
+// CPU computes one triangle (kernels/stack_blas.h).
 TEST(OperandMatmul, SymmetricProductsAreTheProduct) {
   const auto spectrum = testing::log_spaced_spectrum(3, 70, 50.0, 21);
   const auto a = spectrum.matrices.to(at::kFloat);
@@ -69,7 +69,7 @@ TEST(OperandMatmul, SymmetricProductsAreTheProduct) {
   for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16}) {
     const auto label = "precision " + std::to_string(static_cast<int>(precision));
     const double tolerance = 70.0 * 4.0 * operand_roundoff(precision) * exact.abs().max().item<double>();
-    Scratch scratch;
+    kernels::Scratch scratch;
     const auto general = operand_matmul(a, b, precision, scratch, 0.5).to(at::kDouble);
     const auto symmetric = operand_matmul(a, b, precision, scratch, 0.5, Product::Symmetric);
     EXPECT_LE((symmetric.to(at::kDouble) - 0.5 * exact).abs().max().item<double>(), tolerance) << label;
@@ -80,7 +80,7 @@ TEST(OperandMatmul, SymmetricProductsAreTheProduct) {
       const auto expected = beta * spectrum.matrices - exact;
       EXPECT_LE((c.to(at::kDouble) - expected).abs().max().item<double>(), 2.0 * tolerance)
           << label << ", beta " << beta;
-      if (precision == MatmulPrecision::FP32 && stack_symmetric_product_plan(a.device()).one_triangle) {
+      if (precision == MatmulPrecision::FP32 && kernels::stack_symmetric_product_plan(a.device()).one_triangle) {
         EXPECT_TRUE(at::equal(c, c.transpose(1, 2))) << label << ", beta " << beta;
         EXPECT_TRUE(at::equal(symmetric, symmetric.transpose(1, 2))) << label;
       }
@@ -97,7 +97,7 @@ TEST(OperandMatmul, SixteenBitProductsLoseNothingInTheOperandDtype) {
   const auto c = at::randn({2, 16, 16}, generator);
   for (auto precision : {MatmulPrecision::FP16, MatmulPrecision::BF16}) {
     const auto label = "precision " + std::to_string(static_cast<int>(precision));
-    Scratch scratch;
+    kernels::Scratch scratch;
     const auto kept = operand_matmul(a, b, precision, scratch);
     EXPECT_EQ(kept.scalar_type(), operand_dtype(precision, at::kFloat)) << label;
     const auto widened_product = matmul(a, b, precision, scratch);
@@ -114,7 +114,7 @@ TEST(OperandMatmul, SixteenBitProductsLoseNothingInTheOperandDtype) {
     const double error = (kept.to(at::kDouble) - exact).abs().max().item<double>();
     EXPECT_LE(error, 16.0 * 4.0 * operand_roundoff(precision) * exact.abs().max().item<double>()) << label;
   }
-  Scratch scratch;
+  kernels::Scratch scratch;
   EXPECT_EQ(as_operand(a, MatmulPrecision::FP32, scratch).data_ptr(), a.data_ptr());
   EXPECT_EQ(operand_matmul(a, b, MatmulPrecision::FP32, scratch).scalar_type(), at::kFloat);
 }
@@ -133,7 +133,7 @@ TEST(OperandMatmul, ScaledProductsAreRoundedOnceAndIgnoreTheBuffer) {
     for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::FP16, MatmulPrecision::BF16}) {
       const auto label = "size " + std::to_string(size) + ", precision " + std::to_string(static_cast<int>(precision));
       const auto dtype = operand_dtype(precision, at::kFloat);
-      Scratch scratch;
+      kernels::Scratch scratch;
       // Three buffers of each dtype (the rounded operands, the product, the float32
       // emulation), all NaN, then released for the product to take.
       std::vector<at::Tensor> held;
@@ -170,7 +170,7 @@ TEST(OperandMatmul, DiagonalConstantsAreAddedInTheirOwnPrecision) {
   auto generator = at::detail::createCPUGenerator(13);
   const auto t = at::randn({3, 8, 8}, generator).to(at::kBFloat16);
   const auto values = at::full({8}, 1.0 + 1.0 / 3.0);  // not representable in bfloat16
-  Scratch scratch;
+  kernels::Scratch scratch;
   auto sum = t.clone();
   add_to_diagonal(sum, values, scratch);
   const auto expected_diagonal = (t.to(at::kDouble).diagonal(0, -2, -1) + values.to(at::kDouble)).to(at::kBFloat16);
@@ -213,7 +213,7 @@ TEST(OperandMatmul, SolversCopyTheStackAtMostAsOftenAsTheirArithmeticNeeds) {
   // (Not FP16: this LibTorch's CPU backend has no float16 bmm, and its emulation
   // converts inside every product.)
   for (auto precision : {MatmulPrecision::FP32, MatmulPrecision::BF16}) {
-    Scratch scratch;
+    kernels::Scratch scratch;
     auto per_step = [&](const std::function<void(int64_t)>& solve) {
       solve(12);  // fills the Scratch
       return (stack_copies_during(normalized.numel(), [&] { solve(12); }) -

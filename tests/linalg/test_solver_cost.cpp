@@ -6,7 +6,7 @@
 #include <dash/solver_cost.h>
 
 #include "common/memory_peak.h"
-#include "linalg/stack_blas.h"
+#include "kernels/stack_blas.h"
 #include "support/solver_options.h"
 #include "support/spd_matrices.h"
 #include "support/top_level_ops.h"
@@ -25,7 +25,7 @@ namespace dash {
 namespace {
 
 // How a symmetric product (dash::symmetric_product: one triangle by GEMM panels,
-// linalg/stack_blas.h) is counted: as the GEMM it stands for, or as run.
+// kernels/stack_blas.h) is counted: as the GEMM it stands for, or as run.
 enum class Count { AsGemm, AsRun };
 
 // 2·N·m·k·n of a bmm/baddbmm or a split GEMM (dash::gemm: inputs C, A, B) from
@@ -37,7 +37,7 @@ double matmul_flops(const at::RecordFunction& fn, Count count) {
   if (std::strcmp(name, "dash::symmetric_product") == 0) {
     const auto& c = inputs[0].toTensor();
     const double n = static_cast<double>(c.size(1));
-    const double per_matrix = count == Count::AsRun ? linalg::symmetric_product_flops(c.size(1)) : 2.0 * n * n * n;
+    const double per_matrix = count == Count::AsRun ? kernels::symmetric_product_flops(c.size(1)) : 2.0 * n * n * n;
     return static_cast<double>(c.size(0)) * per_matrix;
   }
   const bool with_output = std::strncmp(name, "aten::baddbmm", 13) == 0 || std::strcmp(name, "dash::gemm") == 0;
@@ -155,7 +155,7 @@ TEST(SolverCost, DeviceCountEqualsTheMatmulsAsRun) {
   // A GPU has no one-triangle product: there the count is the GEMM count.
   const auto ndb = dash::testing::solver_options(RootMethod::NewtonDB);
   EXPECT_DOUBLE_EQ(inverse_root_flops(3, 256, 4, ndb, at::Device(at::kCUDA, 0)), inverse_root_flops(3, 256, 4, ndb));
-  if (linalg::stack_symmetric_product_plan(cpu).one_triangle) {
+  if (kernels::stack_symmetric_product_plan(cpu).one_triangle) {
     // b = 256: a triangle is 0.5625 of a GEMM. Every CN product is one; NewtonDB's
     // Z·Y (18 of its 54) stays whole: (18 + 36 · 0.5625)/54 = 0.708.
     const auto cn = dash::testing::solver_options(RootMethod::CoupledNewton);

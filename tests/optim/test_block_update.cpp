@@ -3,10 +3,10 @@
 // float64 on a few random blocks.
 
 #include "optim/block_update.h"
-#include "optim/fused_moments.h"
+#include "kernels/fused_moments.h"
 #include "optim/grafting.h"
 
-#include "linalg/stack_blas.h"
+#include "kernels/stack_blas.h"
 
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
@@ -49,7 +49,7 @@ TEST_F(BlockUpdate, FactorsFollowTheirExponentialAverage) {
     accumulate_factor(right, grad, /*left=*/false, beta);
     EXPECT_LE(max_difference(left, expected_left), 1e-5) << "beta " << beta;
     EXPECT_LE(max_difference(right, expected_right), 1e-5) << "beta " << beta;
-    if (linalg::stack_syrk_plan(left.device()).one_triangle) {
+    if (kernels::stack_syrk_plan(left.device()).one_triangle) {
       EXPECT_TRUE(at::equal(left, left.transpose(1, 2))) << "beta " << beta;
       EXPECT_TRUE(at::equal(right, right.transpose(1, 2))) << "beta " << beta;
     }
@@ -143,7 +143,7 @@ TEST_F(BlockUpdate, FusedGraftingUsesEachBlocksBiasCorrectionAcrossThreadRanges)
   };
   // Four: ATen's ranges then start inside blocks.
   ASSERT_TRUE(fused_with_threads(4, fused, fused_work));
-  // One: ranges of whole blocks over the cores instead (linalg::for_each_pass_range;
+  // One: ranges of whole blocks over the cores instead (kernels::for_each_pass_range;
   // 6.5 MB of traffic makes two). Element-wise, so bit for bit the same.
   ASSERT_TRUE(fused_with_threads(1, split, split_work));
   EXPECT_TRUE(at::equal(split_work.graft, fused_work.graft));
@@ -171,7 +171,7 @@ TEST_F(BlockUpdate, FusedGraftingUsesEachBlocksBiasCorrectionAcrossThreadRanges)
 // rounding), on the shapes of the test above. Skipped without a CUDA device.
 TEST_F(BlockUpdate, FusedGraftingOnCudaMatchesTheCpu) {
   if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
-  ASSERT_TRUE(cuda_kernels_built()) << "a CUDA LibTorch built without dash's CUDA kernels";
+  ASSERT_TRUE(kernels::cuda_kernels_built()) << "a CUDA LibTorch built without dash's CUDA kernels";
   const std::vector<int64_t> shape{7, 129, 257};
   auto grad = random(shape);
   MomentState cpu{random(shape), random(shape).abs(), at::Tensor(), at::arange(1, 8, at::kFloat).view({7, 1, 1})};
@@ -227,23 +227,25 @@ TEST_F(BlockUpdate, FusedGraftingRefusesLayoutsItCannotTake) {
   auto ghat = at::empty_like(grad);
   auto graft = at::empty_like(grad);
   const auto per_block = at::ones({2, 1, 1});
-  EXPECT_TRUE(fused_second_moment_supported(grad, ema, stat, per_block, at::Tensor(), ghat, graft));
-  EXPECT_FALSE(fused_second_moment_supported(grad, ema, stat, at::ones({2, 3, 4}), per_block, ghat, graft))
+  EXPECT_TRUE(kernels::fused_second_moment_supported(grad, ema, stat, per_block, at::Tensor(), ghat, graft));
+  EXPECT_FALSE(kernels::fused_second_moment_supported(grad, ema, stat, at::ones({2, 3, 4}), per_block, ghat, graft))
       << "per-element bias corrections";
-  EXPECT_FALSE(fused_second_moment_supported(grad, ema, stat, per_block, per_block, grad, graft))
+  EXPECT_FALSE(kernels::fused_second_moment_supported(grad, ema, stat, per_block, per_block, grad, graft))
       << "an output over an input";
-  EXPECT_FALSE(fused_second_moment_supported(grad, ema, stat, per_block, per_block, ghat, ghat))
+  EXPECT_FALSE(kernels::fused_second_moment_supported(grad, ema, stat, per_block, per_block, ghat, ghat))
       << "both outputs in one buffer";
-  EXPECT_FALSE(fused_second_moment_supported(grad, ema, ema, per_block, per_block, ghat, graft))
+  EXPECT_FALSE(kernels::fused_second_moment_supported(grad, ema, ema, per_block, per_block, ghat, graft))
       << "M and A in one buffer";
-  EXPECT_FALSE(fused_second_moment_supported(grad.to(at::kDouble), ema, stat, per_block, per_block, ghat, graft))
+  EXPECT_FALSE(
+      kernels::fused_second_moment_supported(grad.to(at::kDouble), ema, stat, per_block, per_block, ghat, graft))
       << "float64";
-  EXPECT_FALSE(fused_second_moment_supported(
+  EXPECT_FALSE(kernels::fused_second_moment_supported(
       grad, ema.transpose(1, 2).contiguous().transpose(1, 2), stat, per_block, per_block, ghat, graft))
       << "non-contiguous";
-  SecondMomentCoefficients coefficients;
+  kernels::SecondMomentCoefficients coefficients;
   EXPECT_THROW(
-      fused_second_moment_step(grad, ema, stat, at::ones({2, 3, 4}), per_block, coefficients, ghat, graft), c10::Error);
+      kernels::fused_second_moment_step(grad, ema, stat, at::ones({2, 3, 4}), per_block, coefficients, ghat, graft),
+      c10::Error);
 }
 
 // Step 7: U = L̄ Ĝ R̄, rescaled per block to ‖P_g‖_F; one-sided: U = L̄ Ĝ; no

@@ -2,7 +2,7 @@
 // distinct stack shapes, not on the number of blocks (spec §2). Each parameter
 // adds at most two: the strided copy of its gradient into its stack and the
 // strided subtraction of its update (what any per-tensor optimizer issues; on a
-// CPU both are dash's own loop, linalg/matrix_transfer.h, and no ATen op).
+// CPU both are dash's own loop, kernels/matrix_transfer.h, and no ATen op).
 // Operations are counted at the dispatcher (RecordFunction), top level only —
 // what the optimizer itself issues — and views (metadata only, no kernel) are
 // not counted.

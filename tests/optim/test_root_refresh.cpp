@@ -24,7 +24,7 @@ struct Fixture {
   blocking::FactorStack stack{0, kSize, 4, kCount};
   FactorStackState state;
   InverseRootWorkspace solvers;
-  linalg::Scratch scratch;
+  kernels::Scratch scratch;
   at::Tensor resets_total = at::zeros({}, at::kLong);
   RootBuffers buffers{solvers, scratch, resets_total};
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-namespace dash::linalg {
+namespace dash::kernels {
 
 template <typename Scalar>
 struct MatrixStack {
@@ -53,4 +53,4 @@ MatrixStack<const Scalar> readable_view(const at::Tensor& t) {
   return {t.data_ptr<Scalar>(), t.stride(0), t.stride(1)};
 }
 
-}  // namespace dash::linalg
+}  // namespace dash::kernels

@@ -1,9 +1,10 @@
-// LAPACK over a CPU stack split into ranges (src/linalg/stack_lapack.h): the ranges
+// LAPACK over a CPU stack split into ranges (src/kernels/stack_lapack.h, kernels/core_ranges.h): the ranges
 // cover the stack once, run on their own threads when the plan says so, carry the
 // caller's thread-local state, pass failures on, and give every matrix the result
 // it gets alone; eigh and QR against float64 references.
 
-#include "linalg/stack_lapack.h"
+#include "kernels/core_ranges.h"
+#include "kernels/stack_lapack.h"
 #include "support/allocation_counter.h"
 
 #include <ATen/ATen.h>
@@ -22,7 +23,7 @@
 #include <utility>
 #include <vector>
 
-namespace dash::linalg {
+namespace dash::kernels {
 namespace {
 
 using ::testing::HasSubstr;
@@ -35,8 +36,8 @@ at::Tensor random_spd_stack(int64_t count, int64_t size) {
 
 // Eigenvalues and eigenvectors, the latter written in place (column-major).
 std::pair<at::Tensor, at::Tensor> eigh_of(const at::Tensor& stack) {
-  auto vectors = column_major_view(at::empty_like(stack));
-  auto values = stack_eigh(stack, vectors);
+  auto vectors = kernels::column_major_view(at::empty_like(stack));
+  auto values = kernels::stack_eigh(stack, vectors);
   return {values, vectors};
 }
 
@@ -50,12 +51,12 @@ TEST(StackLapack, RangesCoverTheStackOnceAsThePlanSays) {
   for (int64_t count : {1, 2, 3, 7, 64}) {
     const auto stack = at::zeros({count, 2, 2});
     RecordedRanges recorded;
-    for_each_stack_range(stack, [&](int64_t first, int64_t last) {
+    kernels::for_each_stack_range(stack, [&](int64_t first, int64_t last) {
       const std::lock_guard<std::mutex> lock(recorded.mutex);
       recorded.ranges.emplace_back(first, last);
       recorded.threads.insert(std::this_thread::get_id());
     });
-    const auto plan = stack_lapack_plan(count, stack.device());
+    const auto plan = kernels::stack_lapack_plan(count, stack.device());
     ASSERT_EQ(static_cast<int64_t>(recorded.ranges.size()), plan.workers) << plan.description;
     EXPECT_EQ(static_cast<int64_t>(recorded.threads.size()), plan.workers) << plan.description;
     std::sort(recorded.ranges.begin(), recorded.ranges.end());
@@ -71,7 +72,7 @@ TEST(StackLapack, RangesCoverTheStackOnceAsThePlanSays) {
 
 TEST(StackLapack, AnEmptyStackIsOneEmptyRange) {
   int calls = 0;
-  for_each_stack_range(at::zeros({0, 3, 3}), [&](int64_t first, int64_t last) {
+  kernels::for_each_stack_range(at::zeros({0, 3, 3}), [&](int64_t first, int64_t last) {
     ++calls;
     EXPECT_EQ(first, 0);
     EXPECT_EQ(last, 0);
@@ -82,14 +83,14 @@ TEST(StackLapack, AnEmptyStackIsOneEmptyRange) {
 // This machine's LibTorch links Debian's pthreads OpenBLAS with one thread per
 // core; where another BLAS is linked the plan must say why it keeps one call.
 TEST(StackLapack, ThePlanSplitsOnlyWhereItCanControlTheBlas) {
-  const auto plan = stack_lapack_plan(16, at::Device(at::kCPU));
+  const auto plan = kernels::stack_lapack_plan(16, at::Device(at::kCPU));
   if (plan.workers == 1) {
     EXPECT_THAT(plan.description, HasSubstr("one call per stack ("));
   } else {
     EXPECT_THAT(plan.description, HasSubstr("single-threaded"));
     EXPECT_LE(plan.workers, 16);
   }
-  EXPECT_EQ(stack_lapack_plan(1, at::Device(at::kCPU)).workers, 1);
+  EXPECT_EQ(kernels::stack_lapack_plan(1, at::Device(at::kCPU)).workers, 1);
 }
 
 TEST(StackLapack, RangesSeeTheCallersGradMode) {
@@ -98,7 +99,7 @@ TEST(StackLapack, RangesSeeTheCallersGradMode) {
     const at::AutoGradMode mode(enabled);
     std::mutex mutex;
     std::vector<bool> seen;
-    for_each_stack_range(stack, [&](int64_t, int64_t) {
+    kernels::for_each_stack_range(stack, [&](int64_t, int64_t) {
       const std::lock_guard<std::mutex> lock(mutex);
       seen.push_back(at::GradMode::is_enabled());
     });
@@ -108,11 +109,11 @@ TEST(StackLapack, RangesSeeTheCallersGradMode) {
 
 TEST(StackLapack, AFailingRangeIsRethrownAfterAllRangesAndTheBlasIsRestored) {
   const auto stack = at::zeros({6, 2, 2});
-  const auto before = stack_lapack_plan(6, stack.device()).description;
+  const auto before = kernels::stack_lapack_plan(6, stack.device()).description;
   std::mutex mutex;
   int64_t finished = 0;
   try {
-    for_each_stack_range(stack, [&](int64_t first, int64_t last) {
+    kernels::for_each_stack_range(stack, [&](int64_t first, int64_t last) {
       if (last == 6) throw std::runtime_error("range ending at 6 failed");
       const std::lock_guard<std::mutex> lock(mutex);
       finished += last - first;
@@ -121,7 +122,7 @@ TEST(StackLapack, AFailingRangeIsRethrownAfterAllRangesAndTheBlasIsRestored) {
   } catch (const std::runtime_error& error) {
     EXPECT_THAT(error.what(), HasSubstr("range ending at 6 failed"));
   }
-  const auto plan = stack_lapack_plan(6, stack.device());
+  const auto plan = kernels::stack_lapack_plan(6, stack.device());
   EXPECT_EQ(finished, 6 * (plan.workers - 1) / plan.workers);  // every range but the last one
   EXPECT_EQ(plan.description, before);                         // the thread count is back
 }
@@ -155,13 +156,13 @@ TEST(StackLapack, EighWritesAnyLayoutOfVectors) {
   const auto stack = random_spd_stack(4, 24);
   const auto [values, in_place] = eigh_of(stack);
   auto row_major = at::empty_like(stack);
-  EXPECT_TRUE(at::equal(stack_eigh(stack, row_major), values));
+  EXPECT_TRUE(at::equal(kernels::stack_eigh(stack, row_major), values));
   EXPECT_TRUE(at::equal(row_major, in_place));
 }
 
 TEST(StackLapack, QrFactorsTheStack) {
   const auto stack = random_spd_stack(5, 40);
-  const auto [q, r] = stack_qr(stack);
+  const auto [q, r] = kernels::stack_qr(stack);
   EXPECT_LT(((at::bmm(q, r) - stack).norm() / stack.norm()).item<double>(), 1e-5);
   EXPECT_LT((at::bmm(q.transpose(1, 2), q) - at::eye(40)).abs().max().item<double>(), 1e-5);
   EXPECT_TRUE(at::equal(r, r.triu()));
@@ -179,7 +180,7 @@ TEST(AllocationCounter, CountsEveryThreadOfASplitExactly) {
   constexpr int64_t kPerItem = 50;
   std::atomic<int64_t> ranges{0};
   testing::CountAllocations counter;
-  for_each_range(kItems, cpu, [&](int64_t first, int64_t last) {
+  kernels::for_each_range(kItems, cpu, [&](int64_t first, int64_t last) {
     ++ranges;
     for (int64_t item = first; item < last; ++item) {
       for (int64_t i = 0; i < kPerItem; ++i) (void)at::empty({16});
@@ -187,7 +188,7 @@ TEST(AllocationCounter, CountsEveryThreadOfASplitExactly) {
   });
   EXPECT_EQ(counter.reporter().count.load(), kItems * kPerItem);
   EXPECT_EQ(counter.reporter().in_matmul.load(), 0);
-  if (stack_lapack_plan(kItems, cpu).workers < 2) {
+  if (kernels::stack_lapack_plan(kItems, cpu).workers < 2) {
     std::cout << "one range: the split ran on this thread only\n";
   } else {
     EXPECT_GE(ranges.load(), 2);
@@ -195,4 +196,4 @@ TEST(AllocationCounter, CountsEveryThreadOfASplitExactly) {
 }
 
 }  // namespace
-}  // namespace dash::linalg
+}  // namespace dash::kernels

@@ -18,7 +18,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace dash::linalg {
+namespace dash::kernels {
 
 class Scratch {
  public:
@@ -38,4 +38,4 @@ class Scratch {
   std::vector<at::Tensor> buffers_;  // flat, one per buffer
 };
 
-}  // namespace dash::linalg
+}  // namespace dash::kernels

@@ -8,7 +8,7 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace dash::optim {
+namespace dash::kernels {
 
 /// The scalars of the fused update (float32, as ATen casts them for float32 tensors);
 /// the grafting fills them from the step's hyper-parameters.
@@ -38,4 +38,4 @@ void fused_second_moment_step(const at::Tensor& grad, const at::Tensor& ema, con
 /// Whether this build has dash's CUDA kernels (built against a CUDA LibTorch).
 bool cuda_kernels_built();
 
-}  // namespace dash::optim
+}  // namespace dash::kernels

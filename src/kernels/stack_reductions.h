@@ -14,13 +14,13 @@
 // passes around the roots"). Elsewhere (GPUs, other dtypes) the same results come from
 // ATen's reductions.
 
-#include "linalg/scratch.h"
+#include "kernels/scratch.h"
 
 #include <ATen/core/Tensor.h>
 
 #include <vector>
 
-namespace dash::linalg {
+namespace dash::kernels {
 
 /// max |a_ij| of each matrix, shape (N, 1, 1); NaN where a matrix has a NaN entry
 /// (so that a comparison with it is false), as max(max a, −min a) is.
@@ -70,4 +70,4 @@ AdmittedMatrices admit_matrices(
 /// alone also rejects NaN and Inf (a NaN magnitude compares false).
 at::Tensor acceptable_roots(const at::Tensor& roots, double epsilon, int64_t p);
 
-}  // namespace dash::linalg
+}  // namespace dash::kernels

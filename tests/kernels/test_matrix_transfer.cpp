@@ -1,4 +1,4 @@
-// Moving block regions between parameters and stacks (src/linalg/matrix_transfer.h).
+// Moving block regions between parameters and stacks (src/kernels/matrix_transfer.h).
 // Each transfer is checked bit for bit against the ATen op it stands for, pair by
 // pair, on block regions with gaps between their rows, ragged edges, vectors and
 // scalars, float32 and float64, and lists large enough to be split over the cores;
@@ -6,7 +6,7 @@
 // lazy negation, aliasing, overlapping destinations) are checked to go to ATen,
 // with its errors.
 
-#include "linalg/matrix_transfer.h"
+#include "kernels/matrix_transfer.h"
 #include "support/error_message.h"
 
 #include <ATen/ATen.h>
@@ -21,7 +21,7 @@
 #include <utility>
 #include <vector>
 
-namespace dash::linalg {
+namespace dash::kernels {
 namespace {
 
 using testing::error_of;
@@ -63,16 +63,16 @@ struct Layout {
 
   // Stack first (to gather) or matrix first (to write back, each destination
   // scaled by `scale` first where the transfer subtracts).
-  std::vector<ViewPair> pairs(bool into_stack, double scale = 1.0) const {
+  std::vector<kernels::ViewPair> pairs(bool into_stack, double scale = 1.0) const {
     const std::vector<at::Tensor> in_stack = {stack.narrow(0, 0, 9 * 64 * 48).view({3, 3, 64, 48}),
         stack.narrow(0, 9 * 64 * 48, 3 * 64 * 6).view({3, 1, 64, 6}),
         stack.narrow(0, 9 * 64 * 48 + 3 * 64 * 6, 8 * 6).view({1, 1, 8, 6})};
     const std::vector<at::Tensor> in_matrix = {grid_of_blocks(matrix, 0, 0, 3, 3, 64, 48),
         grid_of_blocks(matrix, 0, 144, 3, 1, 64, 6), grid_of_blocks(matrix, 192, 144, 1, 1, 8, 6)};
-    std::vector<ViewPair> result;
+    std::vector<kernels::ViewPair> result;
     for (size_t k = 0; k < in_stack.size(); ++k) {
-      result.push_back(
-          into_stack ? ViewPair{in_stack[k], in_matrix[k], scale} : ViewPair{in_matrix[k], in_stack[k], scale});
+      result.push_back(into_stack ? kernels::ViewPair{in_stack[k], in_matrix[k], scale}
+                                  : kernels::ViewPair{in_matrix[k], in_stack[k], scale});
     }
     result.push_back({vector_to, vector_from, scale});
     result.push_back({scalar_to, scalar_from, scale});
@@ -96,10 +96,10 @@ struct Layout {
   }
 };
 
-void aten_reference(const std::vector<ViewPair>& pairs, Transfer transfer) {
+void aten_reference(const std::vector<kernels::ViewPair>& pairs, kernels::Transfer transfer) {
   for (const auto& pair : pairs) {
     auto to = pair.destination;
-    if (transfer == Transfer::Copy) {
+    if (transfer == kernels::Transfer::Copy) {
       to.copy_(pair.source);
     } else {
       if (pair.destination_scale != 1.0) to.mul_(pair.destination_scale);
@@ -130,17 +130,17 @@ TEST(MatrixTransfer, GathersAndWritesBackRegionsAsAtenDoesBitForBit) {
   for (auto dtype : {at::kFloat, at::kDouble}) {
     for (bool into_stack : {true, false}) {
       // 1 − lr·wd of a weight decay; not a power of two, so that c·d rounds.
-      for (auto [transfer, scale] : {std::pair{Transfer::Copy, 1.0}, std::pair{Transfer::Subtract, 1.0},
-               std::pair{Transfer::Subtract, 1.0 - 3e-3 * 0.1}}) {
+      for (auto [transfer, scale] : {std::pair{kernels::Transfer::Copy, 1.0},
+               std::pair{kernels::Transfer::Subtract, 1.0}, std::pair{kernels::Transfer::Subtract, 1.0 - 3e-3 * 0.1}}) {
         const Layout start(dtype, 7);
         auto expected = start.clone();
         aten_reference(expected.pairs(into_stack, scale), transfer);
         auto actual = start.clone();
         const auto pairs = actual.pairs(into_stack, scale);
-        EXPECT_EQ(aten_ops_of([&] { transfer_matrices(pairs, transfer); }), 0) << "the loop took every pair";
+        EXPECT_EQ(aten_ops_of([&] { kernels::transfer_matrices(pairs, transfer); }), 0) << "the loop took every pair";
         EXPECT_TRUE(actual.same_as(expected))
             << dtype << (into_stack ? " into the stack" : " into the matrix")
-            << (transfer == Transfer::Copy ? ", copy" : ", subtract") << ", destination scale " << scale;
+            << (transfer == kernels::Transfer::Copy ? ", copy" : ", subtract") << ", destination scale " << scale;
         EXPECT_FALSE(start.same_as(expected)) << "the transfer changed something";
       }
     }
@@ -156,7 +156,7 @@ TEST(MatrixTransfer, AScaledSubtractionRoundsTheProductBeforeTheDifference) {
   auto expected = at::full({4, 8}, d);
   expected.mul_(c).sub_(at::ones({4, 8}));
   auto actual = at::full({4, 8}, d);
-  transfer_matrices({{actual, at::ones({4, 8}), c}}, Transfer::Subtract);
+  kernels::transfer_matrices({{actual, at::ones({4, 8}), c}}, kernels::Transfer::Subtract);
   EXPECT_TRUE(same_bits(actual, expected));
   EXPECT_EQ(actual[0][0].item<float>(), 0.0f);
 }
@@ -169,23 +169,23 @@ TEST(MatrixTransfer, AListSplitOverTheCoresMovesEveryMatrixOnce) {
   for (int k = 0; k < 40; ++k) matrices.push_back(at::randn({512, 384 + 2}).narrow(1, 1, 384));  // rows with gaps
   auto stack = at::randn({40 * 12, 128, 128});
   auto make_pairs = [&](const std::vector<at::Tensor>& ms, const at::Tensor& st, double scale) {
-    std::vector<ViewPair> pairs;
+    std::vector<kernels::ViewPair> pairs;
     for (int k = 0; k < 40; ++k) {
       pairs.push_back(
           {grid_of_blocks(ms[k], 0, 0, 4, 3, 128, 128), st.narrow(0, 12 * k, 12).view({4, 3, 128, 128}), scale});
     }
     return pairs;
   };
-  for (auto transfer : {Transfer::Subtract, Transfer::Copy}) {
+  for (auto transfer : {kernels::Transfer::Subtract, kernels::Transfer::Copy}) {
     std::vector<at::Tensor> expected;
     std::vector<at::Tensor> actual;
     for (const auto& m : matrices) {
       expected.push_back(m.clone());
       actual.push_back(m.clone());
     }
-    const double scale = transfer == Transfer::Copy ? 1.0 : 0.9997;
+    const double scale = transfer == kernels::Transfer::Copy ? 1.0 : 0.9997;
     aten_reference(make_pairs(expected, stack, scale), transfer);
-    transfer_matrices(make_pairs(actual, stack, scale), transfer);
+    kernels::transfer_matrices(make_pairs(actual, stack, scale), transfer);
     for (int k = 0; k < 40; ++k) EXPECT_TRUE(same_bits(actual[k], expected[k])) << "parameter " << k;
   }
 }
@@ -206,10 +206,11 @@ TEST(MatrixTransfer, HelperThreadsFlushDenormalsAsTheCallerDoes) {
   auto actual = expected.clone();
   const auto subtrahend = at::full({60, 256, 512}, 1.5e-38f);
   auto warm_up = at::zeros_like(expected);
-  transfer_matrices({{warm_up, subtrahend}}, Transfer::Copy);  // helpers started before the setting changes
+  kernels::transfer_matrices(
+      {{warm_up, subtrahend}}, kernels::Transfer::Copy);  // helpers started before the setting changes
   if (!at::globalContext().setFlushDenormal(true)) GTEST_SKIP() << "no flush-to-zero on this CPU";
   expected.sub_(subtrahend);
-  transfer_matrices({{actual, subtrahend}}, Transfer::Subtract);
+  kernels::transfer_matrices({{actual, subtrahend}}, kernels::Transfer::Subtract);
   at::globalContext().setFlushDenormal(false);
   EXPECT_TRUE(same_bits(actual, expected));
   EXPECT_EQ(at::count_nonzero(expected).item<int64_t>(), 0) << "the reference flushed";
@@ -218,28 +219,28 @@ TEST(MatrixTransfer, HelperThreadsFlushDenormalsAsTheCallerDoes) {
 TEST(MatrixTransfer, PairsTheLoopCannotTakeGoToAten) {
   at::manual_seed(5);
   const auto source = at::randn({6, 5});
-  auto check = [&](const at::Tensor& destination, const at::Tensor& from, Transfer transfer) {
+  auto check = [&](const at::Tensor& destination, const at::Tensor& from, kernels::Transfer transfer) {
     auto expected = destination.clone();
     auto actual = destination.clone();
-    if (transfer == Transfer::Copy) {
+    if (transfer == kernels::Transfer::Copy) {
       expected.copy_(from);
     } else {
       expected.sub_(from.to(expected.scalar_type()));
     }
-    EXPECT_GT(aten_ops_of([&] { transfer_matrices({{actual, from}}, transfer); }), 0);
+    EXPECT_GT(aten_ops_of([&] { kernels::transfer_matrices({{actual, from}}, transfer); }), 0);
     EXPECT_TRUE(at::equal(actual, expected)) << destination.scalar_type() << " " << from.sizes();
   };
-  for (auto transfer : {Transfer::Copy, Transfer::Subtract}) {
+  for (auto transfer : {kernels::Transfer::Copy, kernels::Transfer::Subtract}) {
     check(at::zeros({6, 5}, at::kBFloat16), source, transfer);        // another dtype: converted first
     check(at::zeros({6, 5}), source.t().contiguous().t(), transfer);  // columns contiguous, not rows
     check(at::zeros({6, 5}), source.narrow(0, 0, 1), transfer);       // a row broadcast over the rows
     check(at::zeros({6, 5}), at::_neg_view(source), transfer);        // a lazy negation: its memory holds +s
   }
-  check(at::zeros({6, 5}, at::kInt), source.to(at::kInt), Transfer::Subtract);  // integers: ATen's subtraction
+  check(at::zeros({6, 5}, at::kInt), source.to(at::kInt), kernels::Transfer::Subtract);  // integers: ATen's subtraction
   // Scaled bfloat16 destinations, three scales in one call: each is ATen's mul_ by
   // its own scale (a _foreach_mul_ per scale), then its sub_.
   std::vector<at::Tensor> weights;
-  std::vector<ViewPair> scaled;
+  std::vector<kernels::ViewPair> scaled;
   const std::vector<double> scales = {0.75, 1.0, 0.5, 0.75};
   for (size_t k = 0; k < scales.size(); ++k) {
     weights.push_back(at::randn({6, 5}).to(at::kBFloat16));
@@ -249,21 +250,24 @@ TEST(MatrixTransfer, PairsTheLoopCannotTakeGoToAten) {
     scaled.push_back({weights.back(), source, scales[k]});
     weights.push_back(reference);
   }
-  transfer_matrices(scaled, Transfer::Subtract);
+  kernels::transfer_matrices(scaled, kernels::Transfer::Subtract);
   for (size_t k = 0; k < scales.size(); ++k) EXPECT_TRUE(at::equal(weights[2 * k], weights[2 * k + 1])) << k;
   EXPECT_THAT(error_of([&] {
-    transfer_matrices({{weights[0], source, 0.75}}, Transfer::Copy);
+    kernels::transfer_matrices({{weights[0], source, 0.75}}, kernels::Transfer::Copy);
   }),
       HasSubstr("a copy takes no destination scale"));
   // A destination of one element seen many times: ATen refuses to write it.
   auto expanded = at::zeros({1, 5}).expand({6, 5});
-  EXPECT_THAT(error_of([&] { transfer_matrices({{expanded, source}}, Transfer::Copy); }), HasSubstr("single memory"));
+  EXPECT_THAT(error_of([&] {
+    kernels::transfer_matrices({{expanded, source}}, kernels::Transfer::Copy);
+  }),
+      HasSubstr("single memory"));
   // Two views of one storage are ATen's business too (it knows their overlap).
   auto both = at::randn({4, 4});
   auto expected = both.clone();
   expected.narrow(0, 0, 2).sub_(expected.narrow(0, 2, 2));
   EXPECT_GT(aten_ops_of([&] {
-    transfer_matrices({{both.narrow(0, 0, 2), both.narrow(0, 2, 2)}}, Transfer::Subtract);
+    kernels::transfer_matrices({{both.narrow(0, 0, 2), both.narrow(0, 2, 2)}}, kernels::Transfer::Subtract);
   }),
       0);
   EXPECT_TRUE(same_bits(both, expected));
@@ -274,23 +278,26 @@ TEST(MatrixTransfer, AWriteCountsAsAnInPlaceChangeForAutograd) {
   const auto before = parameter._version();
   {
     const at::NoGradGuard no_grad;  // an optimizer's step
-    transfer_matrices({{parameter.narrow(0, 0, 4), at::randn({4, 6})}}, Transfer::Subtract);
+    kernels::transfer_matrices({{parameter.narrow(0, 0, 4), at::randn({4, 6})}}, kernels::Transfer::Subtract);
   }
   EXPECT_GT(parameter._version(), before) << "a view's write bumps its base's version, as ATen's sub_ does";
   // With grad mode on, a leaf that requires grad is ATen's, which refuses the write.
   EXPECT_THAT(error_of([&] {
-    transfer_matrices({{parameter, at::randn({8, 6})}}, Transfer::Copy);
+    kernels::transfer_matrices({{parameter, at::randn({8, 6})}}, kernels::Transfer::Copy);
   }),
       HasSubstr("in-place operation"));
 }
 
 TEST(MatrixTransfer, EmptyListsAndEmptyTensorsIssueNoOp) {
-  EXPECT_EQ(aten_ops_of([] { transfer_matrices({}, Transfer::Copy); }), 0);
+  EXPECT_EQ(aten_ops_of([] { kernels::transfer_matrices({}, kernels::Transfer::Copy); }), 0);
   auto empty = at::zeros({0, 4});
   auto also = at::zeros({3, 0});
   const auto sources = std::vector<at::Tensor>{at::ones({0, 4}), at::ones({3, 0})};
-  EXPECT_EQ(aten_ops_of([&] { transfer_matrices({{empty, sources[0]}, {also, sources[1]}}, Transfer::Subtract); }), 0);
+  EXPECT_EQ(aten_ops_of([&] {
+    kernels::transfer_matrices({{empty, sources[0]}, {also, sources[1]}}, kernels::Transfer::Subtract);
+  }),
+      0);
 }
 
 }  // namespace
-}  // namespace dash::linalg
+}  // namespace dash::kernels

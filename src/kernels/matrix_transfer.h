@@ -13,7 +13,7 @@
 
 #include <vector>
 
-namespace dash::linalg {
+namespace dash::kernels {
 
 /// What a transfer does with each destination element d and its source s.
 enum class Transfer {
@@ -40,4 +40,4 @@ struct ViewPair {
 /// any other pair (and any write autograd would record) is one ATen op.
 void transfer_matrices(const std::vector<ViewPair>& pairs, Transfer transfer);
 
-}  // namespace dash::linalg
+}  // namespace dash::kernels

@@ -1,7 +1,7 @@
-#include "linalg/matrix_transfer.h"
+#include "kernels/matrix_transfer.h"
 
-#include "linalg/matrix_stack.h"
-#include "linalg/stack_lapack.h"
+#include "kernels/matrix_stack.h"
+#include "kernels/core_ranges.h"
 
 #include <ATen/ATen.h>
 #include <ATen/TensorSubclassLikeUtils.h>
@@ -17,7 +17,7 @@
 #pragma clang fp contract(off)
 #endif
 
-namespace dash::linalg {
+namespace dash::kernels {
 namespace {
 
 // One matrix of a pair as the loop moves it: rows of `cols` contiguous elements,
@@ -174,4 +174,4 @@ void transfer_matrices(const std::vector<ViewPair>& pairs, Transfer transfer) {
       });
 }
 
-}  // namespace dash::linalg
+}  // namespace dash::kernels

@@ -1,7 +1,7 @@
-#include "linalg/stack_reductions.h"
+#include "kernels/stack_reductions.h"
 
-#include "linalg/matrix_stack.h"
-#include "linalg/stack_lapack.h"
+#include "kernels/matrix_stack.h"
+#include "kernels/core_ranges.h"
 
 #include <ATen/ATen.h>
 
@@ -12,7 +12,7 @@
 #include <limits>
 #include <type_traits>
 
-namespace dash::linalg {
+namespace dash::kernels {
 namespace {
 
 // √(float32 ε): far above rounding, far below a real asymmetry.
@@ -350,4 +350,4 @@ at::Tensor acceptable_roots(const at::Tensor& roots, double epsilon, int64_t p) 
   return largest_magnitude(roots) <= 2.0 * std::pow(epsilon, -1.0 / static_cast<double>(p));
 }
 
-}  // namespace dash::linalg
+}  // namespace dash::kernels

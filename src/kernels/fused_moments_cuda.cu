@@ -1,8 +1,8 @@
 // The CUDA side of fused_second_moment_step (fused_moments.h): one grid-stride
 // kernel on the current stream. Compiled only against a CUDA LibTorch.
 
-#include "optim/fused_moments_cuda.h"
-#include "optim/fused_moments_kernel.h"
+#include "kernels/fused_moments_cuda.h"
+#include "kernels/fused_moments_kernel.h"
 
 #include <ATen/core/Tensor.h>
 #include <c10/cuda/CUDAException.h>
@@ -11,7 +11,7 @@
 
 #include <algorithm>
 
-namespace dash::optim {
+namespace dash::kernels {
 namespace {
 
 __global__ void second_moment_kernel(const float* __restrict__ grad, float* __restrict__ ema,
@@ -59,4 +59,4 @@ void fused_second_moment_step_cuda(const at::Tensor& grad, const at::Tensor& ema
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
-}  // namespace dash::optim
+}  // namespace dash::kernels

@@ -1,7 +1,7 @@
-#include "linalg/stack_select.h"
+#include "kernels/stack_select.h"
 
-#include "linalg/matrix_stack.h"
-#include "linalg/stack_lapack.h"
+#include "kernels/matrix_stack.h"
+#include "kernels/core_ranges.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -9,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-namespace dash::linalg {
+namespace dash::kernels {
 namespace {
 
 void check_stack_and_mask(const at::Tensor& dst, const at::Tensor& mask, const char* function) {
@@ -78,4 +78,4 @@ void fill_matrices_where(const at::Tensor& dst, const at::Tensor& mask, double v
   }
 }
 
-}  // namespace dash::linalg
+}  // namespace dash::kernels

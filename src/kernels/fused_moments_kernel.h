@@ -6,7 +6,7 @@
 // does by default, GCC on baseline x86-64 cannot), as ATen's own kernels differ
 // between devices; tests compare to float64 with tolerances, not bit for bit.
 
-#include "optim/fused_moments.h"
+#include "kernels/fused_moments.h"
 
 #include <cmath>
 
@@ -16,7 +16,7 @@
 #define DASH_HOST_DEVICE
 #endif
 
-namespace dash::optim {
+namespace dash::kernels {
 
 DASH_HOST_DEVICE inline void second_moment_element(float g, float& m, float& a, float& ghat, float& graft,
     float ema_correction, float stat_correction, const SecondMomentCoefficients& k) {
@@ -27,4 +27,4 @@ DASH_HOST_DEVICE inline void second_moment_element(float g, float& m, float& a, 
   graft = ghat / (sqrtf(a / stat_correction) + k.eps);
 }
 
-}  // namespace dash::optim
+}  // namespace dash::kernels

@@ -16,7 +16,7 @@
 
 #include <string>
 
-namespace dash::linalg {
+namespace dash::kernels {
 
 /// out = a @ b for (N, m, k) and (N, k, n) stacks. On a CPU whose OpenBLAS the
 /// split controls, and a stack of at least as many matrices as BLAS threads, one
@@ -104,4 +104,4 @@ struct TrianglePlan {
 TrianglePlan stack_syrk_plan(const at::Device& device);
 TrianglePlan stack_symmetric_product_plan(const at::Device& device);
 
-}  // namespace dash::linalg
+}  // namespace dash::kernels

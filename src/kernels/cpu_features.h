@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace dash::linalg {
+namespace dash::kernels {
 
 /// Whether this CPU is known to lack matmul instructions for `dtype`: on x86,
 /// bfloat16 without AVX512-BF16 and AMX-BF16, float16 without AVX512-FP16 and
@@ -19,4 +19,4 @@ bool cpu_lacks_native_matmul(c10::ScalarType dtype);
 /// The warning for `dtype` matmuls on a CPU that lacks instructions for them.
 std::string slow_cpu_matmul_warning(c10::ScalarType dtype);
 
-}  // namespace dash::linalg
+}  // namespace dash::kernels

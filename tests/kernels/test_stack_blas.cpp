@@ -1,10 +1,10 @@
-// BLAS over a CPU stack (src/linalg/stack_blas.h): syrk and the symmetric product
+// BLAS over a CPU stack (src/kernels/stack_blas.h): syrk and the symmetric product
 // against float64, their results exactly symmetric and the same for a matrix alone
 // as in a stack; bmm over ranges; what each refuses, and the plans' reasons.
 
-#include "linalg/cpu_features.h"
-#include "linalg/stack_blas.h"
-#include "linalg/stack_lapack.h"
+#include "kernels/cpu_features.h"
+#include "kernels/stack_blas.h"
+#include "kernels/core_ranges.h"
 #include "support/error_message.h"
 #include "support/solver_options.h"
 #include "support/spd_matrices.h"
@@ -24,7 +24,7 @@
 #include <string>
 #include <utility>
 
-namespace dash::linalg {
+namespace dash::kernels {
 namespace {
 
 using testing::error_of;
@@ -40,7 +40,7 @@ at::Tensor random_spd_stack(int64_t count, int64_t size) {
 // symmetric, β = 0 ignoring a C full of NaN; sizes that are not multiples of the
 // mirror's 32-wide tiles, and A with a row stride wider than its rows (a slice).
 TEST(StackBlas, SyrkMatchesFloat64AndIsExactlySymmetric) {
-  const auto plan = stack_syrk_plan(at::Device(at::kCPU));
+  const auto plan = kernels::stack_syrk_plan(at::Device(at::kCPU));
   if (!plan.one_triangle) GTEST_SKIP() << plan.description;
   at::manual_seed(3);
   for (auto dtype : {at::kFloat, at::kDouble}) {
@@ -57,8 +57,8 @@ TEST(StackBlas, SyrkMatchesFloat64AndIsExactlySymmetric) {
         const auto a64 = a.to(at::kDouble);
         const auto gram = transpose_a ? at::bmm(a64.transpose(1, 2), a64) : at::bmm(a64, a64.transpose(1, 2));
         const auto expected = (beta == 0.0 ? at::zeros_like(gram) : beta * c.to(at::kDouble)) + 0.05 * gram;
-        ASSERT_TRUE(stack_syrk_supported(c, a));
-        stack_syrk(c, a, transpose_a, 0.05, beta);
+        ASSERT_TRUE(kernels::stack_syrk_supported(c, a));
+        kernels::stack_syrk(c, a, transpose_a, 0.05, beta);
         const double scale = expected.abs().max().item<double>();
         const double tolerance = dtype == at::kFloat ? 1e-6 : 1e-14;
         EXPECT_LT((c.to(at::kDouble) - expected).abs().max().item<double>(), tolerance * scale)
@@ -74,37 +74,39 @@ TEST(StackBlas, SyrkMatchesFloat64AndIsExactlySymmetric) {
 // As for eigh: a matrix's update does not depend on the stack it is in, so batched
 // and per-block factors agree bit for bit.
 TEST(StackBlas, SyrkGivesEachMatrixWhatItGetsAlone) {
-  const auto plan = stack_syrk_plan(at::Device(at::kCPU));
+  const auto plan = kernels::stack_syrk_plan(at::Device(at::kCPU));
   if (!plan.one_triangle) GTEST_SKIP() << plan.description;
   at::manual_seed(4);
   const auto a = at::randn({7, 256, 256});
   auto together = random_spd_stack(7, 256);
   auto alone = together.clone();
-  stack_syrk(together, a, /*transpose_a=*/false, 0.05, 0.95);
-  for (int64_t i = 0; i < 7; ++i) stack_syrk(alone.slice(0, i, i + 1), a.slice(0, i, i + 1), false, 0.05, 0.95);
+  kernels::stack_syrk(together, a, /*transpose_a=*/false, 0.05, 0.95);
+  for (int64_t i = 0; i < 7; ++i)
+    kernels::stack_syrk(alone.slice(0, i, i + 1), a.slice(0, i, i + 1), false, 0.05, 0.95);
   EXPECT_TRUE(at::equal(together, alone));
 }
 
 TEST(StackBlas, SyrkRefusesWhatItCannotTake) {
   const auto c = at::zeros({2, 4, 4});
   const auto a = at::zeros({2, 4, 6});
-  EXPECT_FALSE(stack_syrk_supported(c.to(at::kHalf), a.to(at::kHalf)));
-  EXPECT_FALSE(stack_syrk_supported(c, a.to(at::kDouble)));
-  EXPECT_FALSE(stack_syrk_supported(c, at::zeros({2, 6, 4}).transpose(1, 2)));  // unit row stride
-  EXPECT_FALSE(stack_syrk_supported(c.transpose(1, 2), a));
-  EXPECT_FALSE(stack_syrk_supported(at::zeros({1, 4, 4}).expand({2, 4, 4}), a));  // overlapping outputs
-  EXPECT_FALSE(stack_syrk_supported(at::zeros({3, 4, 4}), a));
+  EXPECT_FALSE(kernels::stack_syrk_supported(c.to(at::kHalf), a.to(at::kHalf)));
+  EXPECT_FALSE(kernels::stack_syrk_supported(c, a.to(at::kDouble)));
+  EXPECT_FALSE(kernels::stack_syrk_supported(c, at::zeros({2, 6, 4}).transpose(1, 2)));  // unit row stride
+  EXPECT_FALSE(kernels::stack_syrk_supported(c.transpose(1, 2), a));
+  EXPECT_FALSE(kernels::stack_syrk_supported(at::zeros({1, 4, 4}).expand({2, 4, 4}), a));  // overlapping outputs
+  EXPECT_FALSE(kernels::stack_syrk_supported(at::zeros({3, 4, 4}), a));
   const auto shared = at::zeros({2, 4, 10});
-  EXPECT_FALSE(stack_syrk_supported(shared.narrow(2, 0, 4), shared.narrow(2, 4, 6)));  // C and A in one storage
+  EXPECT_FALSE(
+      kernels::stack_syrk_supported(shared.narrow(2, 0, 4), shared.narrow(2, 4, 6)));  // C and A in one storage
   try {
-    stack_syrk(c.to(at::kHalf), a.to(at::kHalf), false, 1.0, 1.0);
+    kernels::stack_syrk(c.to(at::kHalf), a.to(at::kHalf), false, 1.0, 1.0);
     FAIL() << "no error";
   } catch (const c10::Error& error) {
     EXPECT_THAT(error.what_without_backtrace(), HasSubstr("stack_syrk cannot take stacks"));
   }
-  if (stack_syrk_supported(c, a)) {
+  if (kernels::stack_syrk_supported(c, a)) {
     try {
-      stack_syrk(c, a, /*transpose_a=*/true, 1.0, 1.0);  // AᵀA is 6 × 6
+      kernels::stack_syrk(c, a, /*transpose_a=*/true, 1.0, 1.0);  // AᵀA is 6 × 6
       FAIL() << "no error";
     } catch (const c10::Error& error) {
       EXPECT_THAT(error.what_without_backtrace(), HasSubstr("does not fit"));
@@ -115,7 +117,7 @@ TEST(StackBlas, SyrkRefusesWhatItCannotTake) {
 // S Sᵀ of an EVD root by syrk: the root is exactly symmetric, and as accurate as
 // before against float64 (the solver tests hold it to the float32 floor).
 TEST(StackBlas, EvdRootsFromSyrkAreExactlySymmetric) {
-  const auto plan = stack_syrk_plan(at::Device(at::kCPU));
+  const auto plan = kernels::stack_syrk_plan(at::Device(at::kCPU));
   if (!plan.one_triangle) GTEST_SKIP() << plan.description;
   const auto stack = random_spd_stack(6, 64);
   const auto root = inverse_root(stack, 4, dash::testing::solver_options(RootMethod::EVD).epsilon(0.0));
@@ -134,7 +136,7 @@ TEST(StackBlas, BmmOverRangesIsTheProduct) {
       const auto a = at::randn({count, size + 3, size});
       const auto b = at::randn({count, size, size - 2});
       auto out = at::full({count, size + 3, size - 2}, std::numeric_limits<float>::quiet_NaN());
-      EXPECT_EQ(&stack_bmm_out(out, a, b), &out);
+      EXPECT_EQ(&kernels::stack_bmm_out(out, a, b), &out);
       const auto expected = at::bmm(a.to(at::kDouble), b.to(at::kDouble));
       EXPECT_LT((out.to(at::kDouble) - expected).abs().max().item<double>(), 1e-5 * expected.abs().max().item<double>())
           << "count " << count << " size " << size;
@@ -142,7 +144,7 @@ TEST(StackBlas, BmmOverRangesIsTheProduct) {
   }
   auto wrong = at::zeros({2, 4, 4});
   try {
-    stack_bmm_out(wrong, at::zeros({2, 4, 3}), at::zeros({2, 3, 5}));
+    kernels::stack_bmm_out(wrong, at::zeros({2, 4, 3}), at::zeros({2, 3, 5}));
     FAIL() << "no error";
   } catch (const c10::Error& error) {
     EXPECT_THAT(error.what_without_backtrace(), HasSubstr("does not fit"));
@@ -156,8 +158,9 @@ TEST(StackBlas, BmmOverRangesIsTheProduct) {
 TEST(StackBlas, BFloat16BmmOverRangesIsTheScaledProduct) {
   const int threads = at::get_num_threads();
   at::set_num_threads(1);
-  if (stack_lapack_plan(40, at::Device(at::kCPU)).workers < 2) {
-    std::cout << "no split here (" << stack_lapack_plan(40, at::Device(at::kCPU)).description << "): one call each\n";
+  if (kernels::stack_lapack_plan(40, at::Device(at::kCPU)).workers < 2) {
+    std::cout << "no split here (" << kernels::stack_lapack_plan(40, at::Device(at::kCPU)).description
+              << "): one call each\n";
   }
   at::manual_seed(6);
   for (int64_t count : {1, 3, 40}) {
@@ -165,14 +168,14 @@ TEST(StackBlas, BFloat16BmmOverRangesIsTheScaledProduct) {
       const auto a = at::randn({count, 67, 64}).to(at::kBFloat16);
       const auto b = at::randn({count, 64, 70}).to(at::kBFloat16);
       auto out = at::full({count, 67, 70}, std::numeric_limits<float>::quiet_NaN(), a.options());
-      stack_bmm_out(out, a, b, alpha);
+      kernels::stack_bmm_out(out, a, b, alpha);
       const auto expected = alpha * at::bmm(a.to(at::kDouble), b.to(at::kDouble));
       const auto error = (out.to(at::kDouble) - expected).abs().max().item<double>();
       // One rounding of each product to bfloat16 (u = 2⁻⁸), and float32 sums.
       EXPECT_LE(error, std::ldexp(1.0, -8) * expected.abs().max().item<double>())
           << "count " << count << " alpha " << alpha;
       auto alone = at::empty({1, 67, 70}, a.options());
-      stack_bmm_out(alone, a.narrow(0, count - 1, 1), b.narrow(0, count - 1, 1), alpha);
+      kernels::stack_bmm_out(alone, a.narrow(0, count - 1, 1), b.narrow(0, count - 1, 1), alpha);
       EXPECT_TRUE(at::equal(alone[0], out[count - 1])) << "count " << count << " alpha " << alpha;
     }
   }
@@ -182,17 +185,18 @@ TEST(StackBlas, BFloat16BmmOverRangesIsTheScaledProduct) {
 // What this machine's LibTorch links (Debian's pthreads OpenBLAS) has syrk; the
 // plan names the reason wherever it does not.
 TEST(StackBlas, TheSyrkPlanSaysWhy) {
-  const auto plan = stack_syrk_plan(at::Device(at::kCPU));
+  const auto plan = kernels::stack_syrk_plan(at::Device(at::kCPU));
   EXPECT_THAT(plan.description, HasSubstr(plan.one_triangle ? "syrk on the lower triangle" : "one GEMM per stack ("));
-  if (stack_lapack_plan(16, at::Device(at::kCPU)).workers > 1) EXPECT_TRUE(plan.one_triangle) << plan.description;
-  EXPECT_FALSE(stack_syrk_plan(at::Device(at::kCUDA, 0)).one_triangle);
+  if (kernels::stack_lapack_plan(16, at::Device(at::kCPU)).workers > 1)
+    EXPECT_TRUE(plan.one_triangle) << plan.description;
+  EXPECT_FALSE(kernels::stack_syrk_plan(at::Device(at::kCUDA, 0)).one_triangle);
 }
 
 // C ← β C + α A B against float64: rectangular stacks, C of more than one block of
 // 128 rows (300 = 128 + 128 + 44) and of fewer, β = 0 over NaN, a stack of one;
 // the elementwise bound of a dot product of length k (as below).
 TEST(StackBlas, GemmMatchesFloat64) {
-  if (!stack_symmetric_product_plan(at::Device(at::kCPU)).one_triangle) GTEST_SKIP() << "no split GEMM here";
+  if (!kernels::stack_symmetric_product_plan(at::Device(at::kCPU)).one_triangle) GTEST_SKIP() << "no split GEMM here";
   at::manual_seed(10);
   for (auto dtype : {at::kFloat, at::kDouble}) {
     const double u = dtype == at::kFloat ? std::ldexp(1.0, -24) : 2.0 * std::ldexp(1.0, -53);
@@ -203,8 +207,8 @@ TEST(StackBlas, GemmMatchesFloat64) {
         auto c = at::randn({count, m, n}, dtype);
         const auto c_before = beta == 0.0 ? at::zeros({count, m, n}, at::kDouble) : c.to(at::kDouble).clone();
         if (beta == 0.0) c.fill_(std::numeric_limits<double>::quiet_NaN());
-        ASSERT_TRUE(stack_gemm_supported(c, a, b));
-        stack_gemm(c, a, b, -1.5, beta);
+        ASSERT_TRUE(kernels::stack_gemm_supported(c, a, b));
+        kernels::stack_gemm(c, a, b, -1.5, beta);
         const auto a64 = a.to(at::kDouble), b64 = b.to(at::kDouble);
         const auto expected = beta * c_before - 1.5 * at::bmm(a64, b64);
         const auto bound = (static_cast<double>(k) + 2.0) * u *
@@ -219,26 +223,28 @@ TEST(StackBlas, GemmMatchesFloat64) {
 // Each (matrix, block of rows) is one single-threaded GEMM: the same bits alone as
 // in a stack; and what it refuses, with a message.
 TEST(StackBlas, GemmGivesEachMatrixWhatItGetsAloneAndRefusesWhatItCannotTake) {
-  if (!stack_symmetric_product_plan(at::Device(at::kCPU)).one_triangle) GTEST_SKIP() << "no split GEMM here";
+  if (!kernels::stack_symmetric_product_plan(at::Device(at::kCPU)).one_triangle) GTEST_SKIP() << "no split GEMM here";
   at::manual_seed(11);
   const auto a = at::randn({5, 256, 200});
   const auto b = at::randn({5, 200, 256});
   auto together = at::empty({5, 256, 256});
   auto alone = at::empty({5, 256, 256});
-  stack_gemm(together, a, b, 0.5, 0.0);
+  kernels::stack_gemm(together, a, b, 0.5, 0.0);
   for (int64_t i = 0; i < 5; ++i)
-    stack_gemm(alone.slice(0, i, i + 1), a.slice(0, i, i + 1), b.slice(0, i, i + 1), 0.5, 0.0);
+    kernels::stack_gemm(alone.slice(0, i, i + 1), a.slice(0, i, i + 1), b.slice(0, i, i + 1), 0.5, 0.0);
   EXPECT_TRUE(at::equal(together, alone));
   const auto c = at::zeros({2, 4, 6});
-  EXPECT_TRUE(stack_gemm_supported(c, at::zeros({2, 4, 3}), at::zeros({2, 3, 6})));
-  EXPECT_FALSE(stack_gemm_supported(c, at::zeros({2, 4, 3}), at::zeros({2, 4, 6})));  // inner sizes differ
-  EXPECT_FALSE(stack_gemm_supported(c, at::zeros({2, 3, 4}).transpose(1, 2), at::zeros({2, 3, 6})));  // column-major A
-  EXPECT_FALSE(stack_gemm_supported(c.to(at::kHalf), at::zeros({2, 4, 3}, at::kHalf), at::zeros({2, 3, 6}, at::kHalf)));
-  const auto shared = at::zeros({2, 4, 12});
+  EXPECT_TRUE(kernels::stack_gemm_supported(c, at::zeros({2, 4, 3}), at::zeros({2, 3, 6})));
+  EXPECT_FALSE(kernels::stack_gemm_supported(c, at::zeros({2, 4, 3}), at::zeros({2, 4, 6})));  // inner sizes differ
   EXPECT_FALSE(
-      stack_gemm_supported(shared.narrow(2, 0, 6), shared.narrow(2, 6, 6).narrow(1, 0, 4), at::zeros({2, 6, 6})));
+      kernels::stack_gemm_supported(c, at::zeros({2, 3, 4}).transpose(1, 2), at::zeros({2, 3, 6})));  // column-major A
+  EXPECT_FALSE(
+      kernels::stack_gemm_supported(c.to(at::kHalf), at::zeros({2, 4, 3}, at::kHalf), at::zeros({2, 3, 6}, at::kHalf)));
+  const auto shared = at::zeros({2, 4, 12});
+  EXPECT_FALSE(kernels::stack_gemm_supported(
+      shared.narrow(2, 0, 6), shared.narrow(2, 6, 6).narrow(1, 0, 4), at::zeros({2, 6, 6})));
   EXPECT_THAT(error_of([&] {
-    stack_gemm(c, at::zeros({2, 4, 3}), at::zeros({2, 4, 6}), 1.0, 0.0);
+    kernels::stack_gemm(c, at::zeros({2, 4, 3}), at::zeros({2, 4, 6}), 1.0, 0.0);
   }),
       HasSubstr("stack_gemm cannot take stacks"));
 }
@@ -262,7 +268,7 @@ std::pair<at::Tensor, at::Tensor> commuting_pair(int64_t count, int64_t n, uint6
 // rows. Elementwise bound: |fl(A B) − A B| ≤ n·u·|A||B| for a dot product of
 // length n (Higham, "Accuracy and Stability", eq. 3.12), plus the β C term.
 TEST(StackBlas, SymmetricProductMatchesFloat64AndIsExactlySymmetric) {
-  const auto plan = stack_symmetric_product_plan(at::Device(at::kCPU));
+  const auto plan = kernels::stack_symmetric_product_plan(at::Device(at::kCPU));
   if (!plan.one_triangle) GTEST_SKIP() << plan.description;
   for (auto dtype : {at::kFloat, at::kDouble}) {
     const double u = dtype == at::kFloat ? std::ldexp(1.0, -24) : std::ldexp(1.0, -53);
@@ -286,8 +292,8 @@ TEST(StackBlas, SymmetricProductMatchesFloat64AndIsExactlySymmetric) {
           const double references = dtype == at::kDouble ? 2.0 : 1.0;
           const auto bound = references * (static_cast<double>(n) + 2.0) * u *
                              (alpha * at::bmm(exact_a.abs(), exact_b.abs()) + std::abs(beta) * c_before.abs());
-          ASSERT_TRUE(stack_symmetric_product_supported(c, a, b));
-          stack_symmetric_product(c, a, b, alpha, beta);
+          ASSERT_TRUE(kernels::stack_symmetric_product_supported(c, a, b));
+          kernels::stack_symmetric_product(c, a, b, alpha, beta);
           const auto excess = ((c.to(at::kDouble) - expected).abs() - bound).max().item<double>();
           EXPECT_LE(excess, 0.0) << dtype << " n " << n << " count " << count << " beta " << beta;
           EXPECT_TRUE(at::equal(c, c.transpose(1, 2))) << dtype << " n " << n << " count " << count;
@@ -302,13 +308,13 @@ TEST(StackBlas, SymmetricProductMatchesFloat64AndIsExactlySymmetric) {
 // Only the lower triangle is computed: for a product that is not symmetric the
 // result is that triangle mirrored (what the header promises for misuse).
 TEST(StackBlas, SymmetricProductComputesTheLowerTriangle) {
-  const auto plan = stack_symmetric_product_plan(at::Device(at::kCPU));
+  const auto plan = kernels::stack_symmetric_product_plan(at::Device(at::kCPU));
   if (!plan.one_triangle) GTEST_SKIP() << plan.description;
   at::manual_seed(6);
   const auto a = at::randn({2, 100, 100}, at::kDouble);
   const auto b = at::randn({2, 100, 100}, at::kDouble);
   auto c = at::empty({2, 100, 100}, at::kDouble);
-  stack_symmetric_product(c, a, b, 1.0, 0.0);
+  kernels::stack_symmetric_product(c, a, b, 1.0, 0.0);
   const auto lower = at::bmm(a, b).tril();
   const auto expected = lower + lower.tril(-1).transpose(1, 2);
   EXPECT_LT((c - expected).abs().max().item<double>(), 1e-12);
@@ -317,15 +323,15 @@ TEST(StackBlas, SymmetricProductComputesTheLowerTriangle) {
 // Every (matrix, panel) is one single-threaded GEMM whichever thread runs it, so a
 // matrix gets the same bits alone as in a stack (batched and per-block roots agree).
 TEST(StackBlas, SymmetricProductGivesEachMatrixWhatItGetsAlone) {
-  const auto plan = stack_symmetric_product_plan(at::Device(at::kCPU));
+  const auto plan = kernels::stack_symmetric_product_plan(at::Device(at::kCPU));
   if (!plan.one_triangle) GTEST_SKIP() << plan.description;
   const auto [a64, b64] = commuting_pair(5, 256, 8);
   const auto a = a64.to(at::kFloat), b = b64.to(at::kFloat);
   auto together = at::empty_like(a);
   auto alone = at::empty_like(a);
-  stack_symmetric_product(together, a, b, 2.0, 0.0);
+  kernels::stack_symmetric_product(together, a, b, 2.0, 0.0);
   for (int64_t i = 0; i < 5; ++i) {
-    stack_symmetric_product(alone.slice(0, i, i + 1), a.slice(0, i, i + 1), b.slice(0, i, i + 1), 2.0, 0.0);
+    kernels::stack_symmetric_product(alone.slice(0, i, i + 1), a.slice(0, i, i + 1), b.slice(0, i, i + 1), 2.0, 0.0);
   }
   EXPECT_TRUE(at::equal(together, alone));
 }
@@ -333,23 +339,25 @@ TEST(StackBlas, SymmetricProductGivesEachMatrixWhatItGetsAlone) {
 TEST(StackBlas, SymmetricProductRefusesWhatItCannotTake) {
   const auto c = at::zeros({2, 4, 4});
   const auto a = at::zeros({2, 4, 4});
-  EXPECT_FALSE(stack_symmetric_product_supported(c.to(at::kHalf), a.to(at::kHalf), a.to(at::kHalf)));
-  EXPECT_FALSE(stack_symmetric_product_supported(c, a, a.to(at::kDouble)));
-  EXPECT_FALSE(stack_symmetric_product_supported(c, a, at::zeros({2, 4, 5})));  // not square
-  EXPECT_FALSE(stack_symmetric_product_supported(c, a, at::zeros({3, 4, 4})));  // another count
-  EXPECT_FALSE(stack_symmetric_product_supported(c, a, at::zeros({2, 5, 4}).narrow(1, 0, 4).transpose(1, 2)));
-  EXPECT_FALSE(stack_symmetric_product_supported(at::zeros({1, 4, 4}).expand({2, 4, 4}), a, a));  // overlapping
-  EXPECT_FALSE(stack_symmetric_product_supported(a, a, c));                                       // C is A
-  EXPECT_THAT(error_of([&] { stack_symmetric_product(c.to(at::kHalf), a.to(at::kHalf), a.to(at::kHalf), 1.0, 0.0); }),
+  EXPECT_FALSE(kernels::stack_symmetric_product_supported(c.to(at::kHalf), a.to(at::kHalf), a.to(at::kHalf)));
+  EXPECT_FALSE(kernels::stack_symmetric_product_supported(c, a, a.to(at::kDouble)));
+  EXPECT_FALSE(kernels::stack_symmetric_product_supported(c, a, at::zeros({2, 4, 5})));  // not square
+  EXPECT_FALSE(kernels::stack_symmetric_product_supported(c, a, at::zeros({3, 4, 4})));  // another count
+  EXPECT_FALSE(kernels::stack_symmetric_product_supported(c, a, at::zeros({2, 5, 4}).narrow(1, 0, 4).transpose(1, 2)));
+  EXPECT_FALSE(
+      kernels::stack_symmetric_product_supported(at::zeros({1, 4, 4}).expand({2, 4, 4}), a, a));  // overlapping
+  EXPECT_FALSE(kernels::stack_symmetric_product_supported(a, a, c));                              // C is A
+  EXPECT_THAT(
+      error_of([&] { kernels::stack_symmetric_product(c.to(at::kHalf), a.to(at::kHalf), a.to(at::kHalf), 1.0, 0.0); }),
       HasSubstr("stack_symmetric_product cannot take stacks"));
 }
 
 // FLOPs of the panels as run: n²(n + w) when the width w divides n (a GEMM's are 2n³).
 TEST(StackBlas, SymmetricProductFlopsCountThePanels) {
-  EXPECT_DOUBLE_EQ(symmetric_product_flops(256), 256.0 * 256.0 * (256.0 + 32.0));
-  EXPECT_DOUBLE_EQ(symmetric_product_flops(1024), 1024.0 * 1024.0 * (1024.0 + 128.0));
-  EXPECT_DOUBLE_EQ(symmetric_product_flops(16), 2.0 * 16.0 * 16.0 * 16.0);  // one panel: a GEMM
-  const double ragged = symmetric_product_flops(130);
+  EXPECT_DOUBLE_EQ(kernels::symmetric_product_flops(256), 256.0 * 256.0 * (256.0 + 32.0));
+  EXPECT_DOUBLE_EQ(kernels::symmetric_product_flops(1024), 1024.0 * 1024.0 * (1024.0 + 128.0));
+  EXPECT_DOUBLE_EQ(kernels::symmetric_product_flops(16), 2.0 * 16.0 * 16.0 * 16.0);  // one panel: a GEMM
+  const double ragged = kernels::symmetric_product_flops(130);
   EXPECT_GT(ragged, 130.0 * 130.0 * 131.0);
   EXPECT_LT(ragged, 2.0 * 130.0 * 130.0 * 130.0);
 }
@@ -357,7 +365,7 @@ TEST(StackBlas, SymmetricProductFlopsCountThePanels) {
 // On a CPU with the symmetric product, the matmul solvers' roots come out exactly
 // symmetric (every product is one triangle mirrored) and as accurate as the method.
 TEST(StackBlas, MatmulSolverRootsAreExactlySymmetric) {
-  const auto plan = stack_symmetric_product_plan(at::Device(at::kCPU));
+  const auto plan = kernels::stack_symmetric_product_plan(at::Device(at::kCPU));
   if (!plan.one_triangle) GTEST_SKIP() << plan.description;
   const auto spectrum = testing::log_spaced_spectrum(4, 96, 10.0, 12);
   const auto reference = testing::reference_inverse_root(spectrum, 0.0, 4);
@@ -376,32 +384,33 @@ TEST(StackBlas, MatmulSolverRootsAreExactlySymmetric) {
 }
 
 TEST(StackBlas, TheSymmetricProductPlanSaysWhy) {
-  const auto plan = stack_symmetric_product_plan(at::Device(at::kCPU));
+  const auto plan = kernels::stack_symmetric_product_plan(at::Device(at::kCPU));
   EXPECT_THAT(
       plan.description, HasSubstr(plan.one_triangle ? "column panels of the lower triangle" : "one GEMM per stack ("));
-  if (stack_lapack_plan(16, at::Device(at::kCPU)).workers > 1) EXPECT_TRUE(plan.one_triangle) << plan.description;
-  EXPECT_FALSE(stack_symmetric_product_plan(at::Device(at::kCUDA, 0)).one_triangle);
+  if (kernels::stack_lapack_plan(16, at::Device(at::kCPU)).workers > 1)
+    EXPECT_TRUE(plan.one_triangle) << plan.description;
+  EXPECT_FALSE(kernels::stack_symmetric_product_plan(at::Device(at::kCUDA, 0)).one_triangle);
 }
 
 // The CPU's 16-bit matmul instructions as dash decodes CPUID, against GCC's own
 // decoding of it; and the warning that stack_bmm_out() gives once where they are
 // missing (this project's CPU has AVX512-BF16, so it gives none here).
 TEST(CpuFeatures, SixteenBitMatmulInstructionsAreTheCpusOwn) {
-  EXPECT_FALSE(cpu_lacks_native_matmul(at::kFloat));
-  EXPECT_FALSE(cpu_lacks_native_matmul(at::kDouble));
+  EXPECT_FALSE(kernels::cpu_lacks_native_matmul(at::kFloat));
+  EXPECT_FALSE(kernels::cpu_lacks_native_matmul(at::kDouble));
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
   __builtin_cpu_init();
   const bool bfloat16 = __builtin_cpu_supports("avx512bf16") || __builtin_cpu_supports("amx-bf16");
-  EXPECT_EQ(cpu_lacks_native_matmul(at::kBFloat16), !bfloat16);
+  EXPECT_EQ(kernels::cpu_lacks_native_matmul(at::kBFloat16), !bfloat16);
   // AMX-FP16 comes with AVX512-FP16 on every CPU that has it; GCC 12 cannot name it.
-  EXPECT_EQ(cpu_lacks_native_matmul(at::kHalf), !__builtin_cpu_supports("avx512fp16"));
+  EXPECT_EQ(kernels::cpu_lacks_native_matmul(at::kHalf), !__builtin_cpu_supports("avx512fp16"));
   std::cout << "bfloat16 matmul instructions: " << (bfloat16 ? "yes" : "no") << "\n";
 #endif
-  EXPECT_THAT(slow_cpu_matmul_warning(at::kBFloat16),
+  EXPECT_THAT(kernels::slow_cpu_matmul_warning(at::kBFloat16),
       HasSubstr("bfloat16 matmuls on a CPU without AVX512-BF16 or AMX-BF16 instructions"));
-  EXPECT_THAT(slow_cpu_matmul_warning(at::kHalf), HasSubstr("float16 matmuls on a CPU without AVX512-FP16"));
-  EXPECT_THAT(slow_cpu_matmul_warning(at::kHalf), HasSubstr("--precisions fp32,fp16"));
+  EXPECT_THAT(kernels::slow_cpu_matmul_warning(at::kHalf), HasSubstr("float16 matmuls on a CPU without AVX512-FP16"));
+  EXPECT_THAT(kernels::slow_cpu_matmul_warning(at::kHalf), HasSubstr("--precisions fp32,fp16"));
 }
 
 }  // namespace
-}  // namespace dash::linalg
+}  // namespace dash::kernels

@@ -1,9 +1,9 @@
-#include "optim/fused_moments.h"
+#include "kernels/fused_moments.h"
 
-#include "optim/fused_moments_cuda.h"
-#include "optim/fused_moments_kernel.h"
+#include "kernels/fused_moments_cuda.h"
+#include "kernels/fused_moments_kernel.h"
 
-#include "linalg/stack_lapack.h"
+#include "kernels/core_ranges.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -12,7 +12,7 @@
 #include <algorithm>
 #include <array>
 
-namespace dash::optim {
+namespace dash::kernels {
 
 namespace {
 
@@ -56,7 +56,7 @@ void cpu_step(const at::Tensor& grad, const at::Tensor& ema, const at::Tensor& s
   };
   // Three reads and four writes per element: a memory-bound pass. Ranges of blocks on
   // the cores where ATen's pool has one thread, else ATen's parallel loop on its pool.
-  linalg::for_each_pass_range(
+  kernels::for_each_pass_range(
       grad, 7.0 * static_cast<double>(grad.numel() * grad.element_size()), [&](int64_t first, int64_t last) {
         at::parallel_for(first * block_numel, last * block_numel, kGrain, elements);
       });
@@ -110,4 +110,4 @@ void fused_second_moment_step(const at::Tensor& grad, const at::Tensor& ema, con
   cpu_step(grad, ema, stat, ema_correction, stat_correction, coefficients, ghat, graft);
 }
 
-}  // namespace dash::optim
+}  // namespace dash::kernels

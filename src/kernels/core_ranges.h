@@ -1,8 +1,12 @@
 #pragma once
 
-// LAPACK over a CPU stack: one contiguous range of matrices per core, each range
-// solved with a single-threaded BLAS. (BLAS routines over the same split:
-// stack_blas.h.)
+// The CPU's cores as ranges of work: a stack's matrices (or any count of items) cut
+// into contiguous ranges, one per core, each on its own thread with a
+// single-threaded BLAS (LAPACK and BLAS over a stack, stack_lapack.h and
+// stack_blas.h) or, for memory-bound passes, on ATen's pool or these threads
+// (for_each_pass_range: the library's parallel for, device-neutral: elsewhere than
+// on a CPU it runs the whole range on the caller's thread, where ATen's ops queue
+// the device's kernels).
 //
 // A LAPACK call on one b × b matrix (b ≤ 1024) gains little or nothing from a
 // second BLAS thread: eigh's reduction to tridiagonal form is matrix–vector work,
@@ -28,9 +32,8 @@
 #include <functional>
 #include <limits>
 #include <string>
-#include <tuple>
 
-namespace dash::linalg {
+namespace dash::kernels {
 
 /// How this process runs a stack's LAPACK work: `workers` ranges at once (1: one
 /// call on the whole stack, with the BLAS's own threads), and why, in words.
@@ -105,19 +108,4 @@ bool blas_threads_controllable();
 /// callers cap for_each_range()'s `max_workers` at their FLOPs over it.
 constexpr double kMinFlopsPerRange = 4e6;
 
-/// at::linalg_eigh of an (N, b, b) stack through for_each_stack_range(): returns
-/// the eigenvalues (N, b), ascending, and writes the eigenvectors (columns) into
-/// `vectors` (N, b, b). LAPACK overwrites its input with the eigenvectors, so a
-/// `vectors` whose matrices are column-major (a transposed contiguous buffer,
-/// column_major_view()) is worked in place; any other layout costs a temporary
-/// and a copy.
-at::Tensor stack_eigh(const at::Tensor& stack, const at::Tensor& vectors);
-
-/// A (N, b, b) view of `buffer` (contiguous, the stack's shape) whose matrices are
-/// column-major: what LAPACK writes without a copy.
-at::Tensor column_major_view(const at::Tensor& buffer);
-
-/// at::linalg_qr (reduced) of an (N, b, b) stack through for_each_stack_range(): Q, R.
-std::tuple<at::Tensor, at::Tensor> stack_qr(const at::Tensor& stack);
-
-}  // namespace dash::linalg
+}  // namespace dash::kernels

@@ -1,8 +1,8 @@
-#include "linalg/stack_blas.h"
+#include "kernels/stack_blas.h"
 
-#include "linalg/cpu_features.h"
-#include "linalg/matrix_stack.h"
-#include "linalg/stack_lapack.h"
+#include "kernels/cpu_features.h"
+#include "kernels/matrix_stack.h"
+#include "kernels/core_ranges.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -21,7 +21,7 @@
 #define DASH_HAVE_DLSYM 1
 #endif
 
-namespace dash::linalg {
+namespace dash::kernels {
 
 namespace {
 
@@ -405,4 +405,4 @@ TrianglePlan stack_symmetric_product_plan(const at::Device& device) {
       Routine::Gemm, device, "GEMMs on column panels of the lower triangle, mirrored, over the stack's ranges");
 }
 
-}  // namespace dash::linalg
+}  // namespace dash::kernels

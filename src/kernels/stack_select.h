@@ -9,7 +9,7 @@
 
 #include <ATen/core/Tensor.h>
 
-namespace dash::linalg {
+namespace dash::kernels {
 
 /// dst[i] ← src[i] where mask[i], for (N, b, b) stacks of one dtype and device and an
 /// (N,) bool mask (at::where_out(dst, mask, src, dst)).
@@ -18,4 +18,4 @@ void copy_matrices_where(const at::Tensor& dst, const at::Tensor& mask, const at
 /// dst[i] ← value where mask[i] (dst.masked_fill_(mask.view({-1, 1, 1}), value)).
 void fill_matrices_where(const at::Tensor& dst, const at::Tensor& mask, double value);
 
-}  // namespace dash::linalg
+}  // namespace dash::kernels

@@ -1,4 +1,4 @@
-#include "linalg/cpu_features.h"
+#include "kernels/cpu_features.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__has_include)
 #if __has_include(<cpuid.h>)
@@ -7,7 +7,7 @@
 #endif
 #endif
 
-namespace dash::linalg {
+namespace dash::kernels {
 namespace {
 
 // The 16-bit matmul instructions, from CPUID leaf 7 (Intel SDM vol. 2A, "CPUID").
@@ -57,4 +57,4 @@ std::string slow_cpu_matmul_warning(c10::ScalarType dtype) {
          (bfloat16 ? "bf16" : "fp16") + ")";
 }
 
-}  // namespace dash::linalg
+}  // namespace dash::kernels

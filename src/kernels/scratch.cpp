@@ -1,8 +1,8 @@
-#include "linalg/scratch.h"
+#include "kernels/scratch.h"
 
 #include <ATen/ATen.h>
 
-namespace dash::linalg {
+namespace dash::kernels {
 namespace {
 
 bool is_free(const at::Tensor& buffer) { return buffer.storage().use_count() == 1; }
@@ -45,4 +45,4 @@ int64_t Scratch::bytes() const {
   return total;
 }
 
-}  // namespace dash::linalg
+}  // namespace dash::kernels

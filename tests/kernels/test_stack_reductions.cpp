@@ -1,12 +1,12 @@
-// Per-matrix reductions and selections of a stack (src/linalg/stack_reductions.h,
+// Per-matrix reductions and selections of a stack (src/kernels/stack_reductions.h,
 // stack_select.h). On a CPU they run loops of their own; each is checked here,
 // bit for bit, against the ATen expression it stands for, on stacks with NaN, ±Inf,
 // asymmetry either side of the tolerance, negative diagonals, sizes that are not
 // multiples of the loops' tiles, rows with gaps between them, float32 and float64.
 
-#include "linalg/scratch.h"
-#include "linalg/stack_reductions.h"
-#include "linalg/stack_select.h"
+#include "kernels/scratch.h"
+#include "kernels/stack_reductions.h"
+#include "kernels/stack_select.h"
 #include "support/error_message.h"
 
 #include <ATen/ATen.h>
@@ -18,7 +18,7 @@
 #include <limits>
 #include <vector>
 
-namespace dash::linalg {
+namespace dash::kernels {
 namespace {
 
 using testing::error_of;
@@ -88,7 +88,7 @@ at::Tensor reference_magnitude(const at::Tensor& stack) {
 }
 
 // What admit_matrices() stands for, in ATen expressions.
-AdmittedMatrices reference_admission(const at::Tensor& stack, bool positive_diagonal, double shift) {
+kernels::AdmittedMatrices reference_admission(const at::Tensor& stack, bool positive_diagonal, double shift) {
   auto magnitude = reference_magnitude(stack);
   auto asymmetry = (stack - stack.transpose(1, 2)).abs().amax({1, 2}, true);
   auto admissible = at::isfinite(magnitude) & (asymmetry <= magnitude * kTolerance);
@@ -104,16 +104,17 @@ TEST(StackReductions, LargestMagnitudeIsTheLargestAbsoluteEntryAndNaNForANaN) {
   for (auto dtype : {at::kFloat, at::kDouble}) {
     for (int64_t b : {1, 5, 32, 70}) {
       auto stack = awkward_stack(18, b, dtype);
-      EXPECT_TRUE(same(largest_magnitude(stack), reference_magnitude(stack))) << dtype << " b = " << b;
-      EXPECT_TRUE(same(finite_matrices(stack), at::isfinite(stack).all(2, true).all(1, true))) << dtype << " b = " << b;
+      EXPECT_TRUE(same(kernels::largest_magnitude(stack), reference_magnitude(stack))) << dtype << " b = " << b;
+      EXPECT_TRUE(same(kernels::finite_matrices(stack), at::isfinite(stack).all(2, true).all(1, true)))
+          << dtype << " b = " << b;
     }
   }
   // Rows with a gap between them: the left half of a wider stack, not square.
   auto left = awkward_stack(9, 40, at::kFloat).narrow(2, 0, 20);
-  EXPECT_TRUE(same(largest_magnitude(left), reference_magnitude(left)));
+  EXPECT_TRUE(same(kernels::largest_magnitude(left), reference_magnitude(left)));
   // Large enough (2.4 M entries) to be split over the cores.
   auto large = awkward_stack(540, 64, at::kFloat);
-  EXPECT_TRUE(same(largest_magnitude(large), reference_magnitude(large)));
+  EXPECT_TRUE(same(kernels::largest_magnitude(large), reference_magnitude(large)));
 }
 
 // A stack whose rows are not contiguous (a transposed view) takes the ATen
@@ -123,12 +124,12 @@ TEST(StackReductions, AtenPathAndCpuLoopsAgreeBitForBit) {
     const auto stack = awkward_stack(27, 33, dtype);
     const auto transposed_view = stack.transpose(1, 2).contiguous().transpose(1, 2);  // same values, stride(2) = b
     ASSERT_NE(transposed_view.stride(2), 1);
-    EXPECT_TRUE(same(largest_magnitude(transposed_view), largest_magnitude(stack))) << dtype;
+    EXPECT_TRUE(same(kernels::largest_magnitude(transposed_view), kernels::largest_magnitude(stack))) << dtype;
     for (bool positive_diagonal : {false, true}) {
       for (double shift : {0.0, 1e-10}) {
-        Scratch scratch;
-        const auto aten = admit_matrices(transposed_view, positive_diagonal, shift, scratch);
-        const auto loops = admit_matrices(stack, positive_diagonal, shift, scratch);
+        kernels::Scratch scratch;
+        const auto aten = kernels::admit_matrices(transposed_view, positive_diagonal, shift, scratch);
+        const auto loops = kernels::admit_matrices(stack, positive_diagonal, shift, scratch);
         EXPECT_TRUE(same(aten.admissible, loops.admissible)) << dtype;
         EXPECT_TRUE(same(aten.matrices, loops.matrices)) << dtype;
         EXPECT_TRUE(same(aten.magnitude, loops.magnitude)) << dtype;
@@ -148,8 +149,8 @@ TEST(StackReductions, AsymmetryAtTheBoundIsAdmittedAndAboveItIsNot) {
                          : dtype == at::kFloat ? static_cast<double>(std::nextafter(static_cast<float>(bound), 1.0f))
                                                : std::nextafter(bound, 1.0);
     m[37][5] = entry;  // m[5][37] = 0: the asymmetry is the entry itself, exactly
-    Scratch scratch;
-    return admit_matrices(m.unsqueeze(0), true, 0.0, scratch).admissible.item<bool>();
+    kernels::Scratch scratch;
+    return kernels::admit_matrices(m.unsqueeze(0), true, 0.0, scratch).admissible.item<bool>();
   };
   for (auto dtype : {at::kFloat, at::kDouble}) {
     EXPECT_TRUE(at_bound(dtype, false)) << dtype;
@@ -159,8 +160,8 @@ TEST(StackReductions, AsymmetryAtTheBoundIsAdmittedAndAboveItIsNot) {
 
 TEST(StackReductions, AdmissionMatchesItsAtenExpressionBitForBit) {
   auto check = [](const at::Tensor& stack, bool positive_diagonal, double shift) {
-    Scratch scratch;
-    const auto got = admit_matrices(stack, positive_diagonal, shift, scratch);
+    kernels::Scratch scratch;
+    const auto got = kernels::admit_matrices(stack, positive_diagonal, shift, scratch);
     const auto expected = reference_admission(stack, positive_diagonal, shift);
     const auto where =
         c10::str(stack.scalar_type(), " ", stack.sizes(), " positive diagonal ", positive_diagonal, " shift ", shift);
@@ -183,12 +184,12 @@ TEST(StackReductions, AdmissionMatchesItsAtenExpressionBitForBit) {
 // The damaged matrices are the ones rejected, and nothing else: the reference above
 // could share a mistake with the loops, a list of verdicts cannot.
 TEST(StackReductions, AdmissionRejectsExactlyTheDamagedMatrices) {
-  Scratch scratch;
+  kernels::Scratch scratch;
   const auto stack = awkward_stack(9, 40, at::kFloat);
   const std::vector<bool> psd{true, false, false, false, true, false, false, true, true};
   const std::vector<bool> any{true, false, false, false, true, false, true, true, true};
   for (bool positive_diagonal : {true, false}) {
-    const auto admissible = admit_matrices(stack, positive_diagonal, 0.0, scratch).admissible;
+    const auto admissible = kernels::admit_matrices(stack, positive_diagonal, 0.0, scratch).admissible;
     const auto& expected = positive_diagonal ? psd : any;
     for (int64_t i = 0; i < 9; ++i) {
       EXPECT_EQ(admissible[i].item<bool>(), expected[static_cast<size_t>(i)]) << i << " " << positive_diagonal;
@@ -197,15 +198,18 @@ TEST(StackReductions, AdmissionRejectsExactlyTheDamagedMatrices) {
 }
 
 TEST(StackReductions, AdmissionReadsRowsWithGapsAndRefusesNonSquareStacks) {
-  Scratch scratch;
+  kernels::Scratch scratch;
   auto wide = at::zeros({9, 40, 80}, at::kFloat);
   auto view = wide.narrow(2, 0, 40);
   view.copy_(awkward_stack(9, 40, at::kFloat));
-  const auto got = admit_matrices(view, true, 1e-3, scratch);
+  const auto got = kernels::admit_matrices(view, true, 1e-3, scratch);
   const auto expected = reference_admission(view.contiguous(), true, 1e-3);
   EXPECT_TRUE(same(got.admissible, expected.admissible));
   EXPECT_TRUE(same(got.matrices, expected.matrices));
-  EXPECT_THAT(error_of([&] { admit_matrices(at::zeros({2, 3, 4}), true, 0.0, scratch); }), HasSubstr("(N, b, b)"));
+  EXPECT_THAT(error_of([&] {
+    kernels::admit_matrices(at::zeros({2, 3, 4}), true, 0.0, scratch);
+  }),
+      HasSubstr("(N, b, b)"));
 }
 
 TEST(StackSelect, CopiesAndFillsOnlyTheChosenMatrices) {
@@ -216,32 +220,32 @@ TEST(StackSelect, CopiesAndFillsOnlyTheChosenMatrices) {
     const auto target = random();
     const auto mask = at::tensor(std::vector<uint8_t>{1, 0, 0, 1, 1, 0, 1}, at::kByte).to(at::kBool);
     auto copied = target.clone();
-    copy_matrices_where(copied, mask, source);
+    kernels::copy_matrices_where(copied, mask, source);
     EXPECT_TRUE(at::equal(copied, at::where(mask.view({-1, 1, 1}), source, target))) << dtype;
     // A destination whose matrices are not one block each (a transposed view) too.
     auto transposed = target.clone().transpose(1, 2);
-    copy_matrices_where(transposed, mask, source);
+    kernels::copy_matrices_where(transposed, mask, source);
     EXPECT_TRUE(at::equal(transposed, at::where(mask.view({-1, 1, 1}), source, target.transpose(1, 2)))) << dtype;
     if (dtype == at::kBool) continue;
     auto filled = target.clone();
-    fill_matrices_where(filled, mask, kNaN);
+    kernels::fill_matrices_where(filled, mask, kNaN);
     EXPECT_TRUE(same(filled, target.masked_fill(mask.view({-1, 1, 1}), kNaN))) << dtype;
   }
 }
 
 TEST(StackSelect, RefusesMasksThatDoNotFitTheStack) {
   auto stack = at::zeros({3, 2, 2});
-  EXPECT_THAT(error_of([&] { copy_matrices_where(stack, at::ones({2}, at::kBool), stack.clone()); }),
+  EXPECT_THAT(error_of([&] { kernels::copy_matrices_where(stack, at::ones({2}, at::kBool), stack.clone()); }),
       HasSubstr("(N,) bool mask"));
-  EXPECT_THAT(error_of([&] { fill_matrices_where(stack, at::ones({3}), 0.0); }), HasSubstr("(N,) bool mask"));
+  EXPECT_THAT(error_of([&] { kernels::fill_matrices_where(stack, at::ones({3}), 0.0); }), HasSubstr("(N,) bool mask"));
   EXPECT_THAT(error_of([&] {
-    copy_matrices_where(stack, at::ones({3}, at::kBool), at::zeros({3, 2, 3}));
+    kernels::copy_matrices_where(stack, at::ones({3}, at::kBool), at::zeros({3, 2, 3}));
   }),
       HasSubstr("a source like the destination"));
   // A destination whose matrices share memory is ATen's to refuse, not written twice over.
   auto expanded = at::zeros({1, 2, 2}).expand({3, 2, 2});
-  EXPECT_THROW(copy_matrices_where(expanded, at::ones({3}, at::kBool), at::ones({3, 2, 2})), c10::Error);
+  EXPECT_THROW(kernels::copy_matrices_where(expanded, at::ones({3}, at::kBool), at::ones({3, 2, 2})), c10::Error);
 }
 
 }  // namespace
-}  // namespace dash::linalg
+}  // namespace dash::kernels
