@@ -24,6 +24,11 @@ constexpr int64_t kWorkspaceFloorBytes = int64_t{16} << 20;
 /// Direction whose per-block norm the Shampoo update is scaled to (spec §4 step 6).
 enum class GraftingType { Adam, RMSprop, AdaGrad, SGD, None };
 
+/// Every grafting type: the one list the tests iterate (the grafting contract suite,
+/// tests/optim/test_grafting_contract.cpp) and option_names.cpp names.
+inline constexpr GraftingType kGraftingTypes[] = {
+    GraftingType::Adam, GraftingType::RMSprop, GraftingType::AdaGrad, GraftingType::SGD, GraftingType::None};
+
 /// What happens to parameters that are 1-D after squeezing size-1 dimensions.
 enum class OneDimensional {
   AdamW,      ///< AdamW with `adamw_betas` / `adamw_eps` (0-D parameters always use it)

@@ -9,7 +9,7 @@
 namespace dash {
 namespace {
 
-const common::NameTable<GraftingType> kGraftingTypes = {
+const common::NameTable<GraftingType> kGraftingTypeNames = {
     {"adam", GraftingType::Adam},
     {"rmsprop", GraftingType::RMSprop},
     {"adagrad", GraftingType::AdaGrad},
@@ -32,13 +32,13 @@ const common::NameTable<NonFiniteGradients> kNonFiniteGradients = {
 
 }  // namespace
 
-std::string to_string(GraftingType grafting) { return common::name_of(kGraftingTypes, grafting); }
+std::string to_string(GraftingType grafting) { return common::name_of(kGraftingTypeNames, grafting); }
 std::string to_string(Execution execution) { return common::name_of(kExecutions, execution); }
 std::string to_string(OneDimensional treatment) { return common::name_of(kOneDimensional, treatment); }
 std::string to_string(NonFiniteGradients policy) { return common::name_of(kNonFiniteGradients, policy); }
 
 GraftingType parse_grafting_type(const std::string& name) {
-  return common::parse(kGraftingTypes, name, "grafting type");
+  return common::parse(kGraftingTypeNames, name, "grafting type");
 }
 Execution parse_execution(const std::string& name) { return common::parse(kExecutions, name, "execution"); }
 OneDimensional parse_one_dimensional(const std::string& name) {

@@ -5,6 +5,7 @@
 #include "optim/block_update.h"
 #include "kernels/fused_moments.h"
 #include "optim/grafting.h"
+#include "support/grafting_reference.h"
 
 #include "kernels/stack_blas.h"
 
@@ -56,67 +57,6 @@ TEST_F(BlockUpdate, FactorsFollowTheirExponentialAverage) {
   }
 }
 
-// Steps 3, 5, 6 in float64: M, A, Ĝ and P_g after one step from `m`, `a` for
-// gradient `g` at per-block step counts `steps` ((n, 1, 1)).
-struct ExpectedGrafting {
-  at::Tensor m, a, ghat, graft;
-};
-ExpectedGrafting expected_grafting(
-    const at::Tensor& g, const at::Tensor& m, const at::Tensor& a, const at::Tensor& steps, const StepHyper& hyper) {
-  const auto t = steps.to(at::kDouble);
-  auto correction = [&](double beta) { return hyper.bias_correction ? 1.0 - at::pow(beta, t) : at::ones_like(t); };
-  ExpectedGrafting out;
-  out.m = hyper.beta_grad * m + (1.0 - hyper.beta_grad) * g;
-  out.ghat = out.m / correction(hyper.beta_grad);
-  switch (hyper.grafting) {
-    case GraftingType::Adam:
-      out.a = hyper.beta_graft * a + (1.0 - hyper.beta_graft) * g * g;
-      out.graft = out.ghat / ((out.a / correction(hyper.beta_graft)).sqrt() + hyper.eps_graft);
-      break;
-    case GraftingType::RMSprop:
-      out.a = hyper.beta_graft * a + (1.0 - hyper.beta_graft) * g * g;
-      out.graft = out.ghat / (out.a.sqrt() + hyper.eps_graft);
-      break;
-    case GraftingType::AdaGrad:
-      out.a = a + g * g;
-      out.graft = out.ghat / (out.a.sqrt() + hyper.eps_graft);
-      break;
-    default:
-      out.graft = out.ghat;
-  }
-  return out;
-}
-
-// Steps 3, 5, 6 for Adam, RMSprop, AdaGrad and SGD grafting, blocks at steps 3 and
-// 7, with and without bias correction, through both paths: the fused pass
-// (contiguous stacks) and the unfused ATen one (a non-contiguous gradient).
-TEST_F(BlockUpdate, GraftingDirectionsAreTheSpecsFormulas) {
-  for (bool contiguous : {true, false}) {
-    for (bool bias_correction : {true, false}) {
-      for (auto grafting : {GraftingType::Adam, GraftingType::RMSprop, GraftingType::AdaGrad, GraftingType::SGD}) {
-        auto grad = contiguous ? random({2, 3, 4}) : random({2, 4, 3}).transpose(1, 2);
-        MomentState state{random({2, 3, 4}), random({2, 3, 4}).abs(), at::Tensor(), at::empty({2, 1, 1})};
-        state.steps[0].fill_(3.0);
-        state.steps[1].fill_(7.0);
-        const auto m = state.grad_ema.to(at::kDouble).clone();
-        const auto a = state.graft_stat.to(at::kDouble).clone();
-        if (grafting == GraftingType::SGD) state.graft_stat = at::Tensor();
-        StepHyper hyper{0.9, 0.95, 1e-3, grafting, bias_correction, 0.0, false};
-        auto work = Workspace::like(at::empty({2, 3, 4}));
-        grafting_direction(grad, state, hyper, work);
-
-        const auto expected = expected_grafting(grad.to(at::kDouble), m, a, state.steps, hyper);
-        const auto where = ::testing::Message() << "grafting " << static_cast<int>(grafting) << ", contiguous "
-                                                << contiguous << ", bias correction " << bias_correction;
-        EXPECT_LE(max_difference(state.grad_ema, expected.m), 1e-6) << where;
-        EXPECT_LE(max_difference(work.ghat, expected.ghat), 1e-5) << where;
-        if (expected.a.defined()) EXPECT_LE(max_difference(state.graft_stat, expected.a), 1e-5) << where;
-        EXPECT_LE(max_difference(work.graft, expected.graft), 1e-4) << where;
-      }
-    }
-  }
-}
-
 // The fused pass over a stack that the CPU splits into many ranges, cut inside
 // blocks of an odd size, each block at its own step: every element gets its own
 // block's bias corrections. Against float64 and against the unfused path, which
@@ -152,7 +92,7 @@ TEST_F(BlockUpdate, FusedGraftingUsesEachBlocksBiasCorrectionAcrossThreadRanges)
   EXPECT_TRUE(at::equal(split.graft_stat, fused.graft_stat));
   grafting_direction(grad.transpose(1, 2).contiguous().transpose(1, 2), unfused, hyper, unfused_work);
 
-  const auto expected = expected_grafting(grad.to(at::kDouble), m, a, fused.steps, hyper);
+  const auto expected = testing::expected_grafting(grad.to(at::kDouble), m, a, fused.steps, hyper);
   // Per block, relative in the Frobenius norm: a block read with a neighbour's t
   // would be off by 5–90 % (the bias corrections of t = 1…7).
   auto relative = [](const at::Tensor& value, const at::Tensor& reference) {
@@ -190,32 +130,6 @@ TEST_F(BlockUpdate, FusedGraftingOnCudaMatchesTheCpu) {
     EXPECT_LE(
         ((cuda_work.graft.cpu() - cpu_work.graft).abs() / (cpu_work.graft.abs() + 1.0)).max().item<double>(), 1e-5)
         << where;
-  }
-}
-
-// The step takes the fused pass for the second-moment graftings on contiguous
-// stacks with per-block step counts, and nowhere else (SGD has no statistic; AdamW
-// segments count steps per element; a non-contiguous gradient is a strided view).
-TEST_F(BlockUpdate, FusedStepRunsExactlyWhereItCan) {
-  for (auto grafting : {GraftingType::Adam, GraftingType::RMSprop, GraftingType::AdaGrad, GraftingType::SGD}) {
-    const bool second_moment = grafting != GraftingType::SGD;
-    StepHyper hyper;
-    hyper.grafting = grafting;
-    auto fresh_state = [&](std::vector<int64_t> steps_shape) {
-      return MomentState{random({2, 3, 4}), second_moment ? random({2, 3, 4}).abs() : at::Tensor(), at::Tensor(),
-          at::full(steps_shape, 2.0)};
-    };
-    const auto& type = grafting_for(grafting);
-    auto work = Workspace::like(at::empty({2, 3, 4}));
-    auto state = fresh_state({2, 1, 1});
-    EXPECT_EQ(type.fused_step(random({2, 3, 4}), state, hyper, work.ghat, work.graft), second_moment)
-        << static_cast<int>(grafting);
-    state = fresh_state({2, 1, 1});
-    EXPECT_FALSE(type.fused_step(random({2, 4, 3}).transpose(1, 2), state, hyper, work.ghat, work.graft))
-        << "non-contiguous gradient, grafting " << static_cast<int>(grafting);
-    state = fresh_state({2, 3, 4});
-    EXPECT_FALSE(type.fused_step(random({2, 3, 4}), state, hyper, work.ghat, work.graft))
-        << "per-element step counts, grafting " << static_cast<int>(grafting);
   }
 }
 
