@@ -134,7 +134,7 @@ stage step_f10_matmul 120 "${bench[@]}" --baseline 1 --frequencies 10 --methods 
   --precisions fp32,bf16 --executions batched,sequential --warmup 11 --steps 10 --json "$logs/step_f10_matmul.json"
 show step_f10_matmul
 # EVD batched against per-block, the warm-started eigenbases and NDB evaluated by eigh
-# (issue 13), f = 10.
+# (warm eigenbases: docs/benchmarks.md), f = 10.
 stage step_f10_evd 120 "${bench[@]}" --baseline 1 --frequencies 10 --methods evd,ndb --ndb-evaluations eigh \
   --scalings multi-pi --precisions fp32 --executions batched --eigen-tolerances 0,0.05 --warmup 11 --steps 10 \
   --json "$logs/step_f10_evd.json"

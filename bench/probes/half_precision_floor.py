@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The accuracy floor of 16-bit inverse roots (issue 16, item 2): how far the exact
+"""The accuracy floor of 16-bit inverse roots: how far the exact
 root of A, rounded once to bfloat16 or float16, is from the root of A. Any solver
 whose matmuls take A (normalised to λ_max = 1, as the iterative solvers do) or an
 iterate carrying A's whole spectrum as a 16-bit operand starts from that rounded

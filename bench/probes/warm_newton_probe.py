@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Why the matmul solvers are not warm-started (issue 13, item 3): on real factors of
+"""Why the matmul solvers are not warm-started: on real factors of
 the small GPT (examples/train_gpt.py, DASH-EVD, β_LR = 0.95), the exact root of each
 factor at step 50 is the start for the same factor at step 60, one root period later.
 Prints the gradient-weighted error (as RootMethod::Auto measures it) of that start and

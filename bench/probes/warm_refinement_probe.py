@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Why warm-started EVD has no matmul-only warm step (issue 13): the iterative
+"""Why warm-started EVD has no matmul-only warm step: the iterative
 refinement of Ogita & Aishima (2018, "Iterative refinement for symmetric eigenvalue
 decomposition", Alg. 1: X ← X(I + E), E from R = I − XᵀX and S = XᵀAX by first-order
 perturbation, four matmuls) would replace warm EVD's QR step by matmuls. On real

@@ -45,8 +45,7 @@ TEST(OptionNames, RoundTripAndAliases) {
   for (auto h : {EigenHeuristic::Shampoo, EigenHeuristic::Abs, EigenHeuristic::AbsAdd, EigenHeuristic::PseudoInverse}) {
     EXPECT_EQ(parse_eigen_heuristic(to_string(h)), h);
   }
-  for (auto g :
-      {GraftingType::Adam, GraftingType::RMSprop, GraftingType::AdaGrad, GraftingType::SGD, GraftingType::None}) {
+  for (auto g : kGraftingTypes) {
     EXPECT_EQ(parse_grafting_type(to_string(g)), g);
   }
   for (auto e : {Execution::Auto, Execution::Batched, Execution::Sequential})
