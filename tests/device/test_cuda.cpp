@@ -123,32 +123,29 @@ TEST_P(CudaSteps, MatchTheCpu) {
   }
 }
 
+// Every solver at its defaults, then the variants that take other paths.
+std::vector<StepCase> step_cases() {
+  std::vector<StepCase> cases;
+  for (auto method : kSolverMethods) cases.push_back({to_string(method), dash::testing::solver_options(method), 1e-3});
+  const auto evd = dash::testing::solver_options(RootMethod::EVD);
+  const auto ndb = dash::testing::solver_options(RootMethod::NewtonDB);
+  const auto cn = dash::testing::solver_options(RootMethod::CoupledNewton);
+  cases.push_back({"evd_warm", InverseRootOptions(evd).eigen(EigenOptions().refresh_tolerance(0.05)), 1e-3});
+  cases.push_back(
+      {"ndb_by_eigh", InverseRootOptions(ndb).newton_db(NewtonDBOptions().evaluation(NewtonDBEvaluation::Eigh)), 1e-3});
+  cases.push_back({"cn_fro", InverseRootOptions(cn).scaling(SpectralScaleOptions().method(Scaling::Frobenius)), 1e-3});
+  cases.push_back({"evd_preconditioning_bf16", evd, 3e-2, MatmulPrecision::BF16});
+  cases.push_back({"ndb_bf16", InverseRootOptions(ndb).precision(MatmulPrecision::BF16), 5e-2});
+  cases.push_back({"cn_fp16", InverseRootOptions(cn).precision(MatmulPrecision::FP16), 5e-2});
+  cases.push_back({"ndb_bf16_state", ndb, 3e-2, MatmulPrecision::FP32, MatmulPrecision::BF16});
+  cases.push_back({"auto", dash::testing::solver_options(RootMethod::Auto), 0.2});
+  return cases;
+}
+
 // fp32 paths agree to rounding; 16-bit ones to their precision. Auto may choose
 // another method on CUDA than on the CPU (it times them on the device), so its
 // bound is the gap between methods that meet its accuracy target.
-INSTANTIATE_TEST_SUITE_P(RootConfigurations, CudaSteps,
-    ::testing::Values(StepCase{"evd", dash::testing::solver_options(RootMethod::EVD), 1e-3},
-        StepCase{"evd_warm",
-            dash::testing::solver_options(RootMethod::EVD).eigen(EigenOptions().refresh_tolerance(0.05)), 1e-3},
-        StepCase{"ndb_multi_pi", dash::testing::solver_options(RootMethod::NewtonDB), 1e-3},
-        StepCase{"ndb_by_eigh",
-            dash::testing::solver_options(RootMethod::NewtonDB)
-                .newton_db(NewtonDBOptions().evaluation(NewtonDBEvaluation::Eigh)),
-            1e-3},
-        StepCase{"cn_fro",
-            dash::testing::solver_options(RootMethod::CoupledNewton)
-                .scaling(SpectralScaleOptions().method(Scaling::Frobenius)),
-            1e-3},
-        StepCase{"chebyshev", dash::testing::solver_options(RootMethod::Chebyshev), 1e-3},
-        StepCase{
-            "evd_preconditioning_bf16", dash::testing::solver_options(RootMethod::EVD), 3e-2, MatmulPrecision::BF16},
-        StepCase{
-            "ndb_bf16", dash::testing::solver_options(RootMethod::NewtonDB).precision(MatmulPrecision::BF16), 5e-2},
-        StepCase{
-            "cn_fp16", dash::testing::solver_options(RootMethod::CoupledNewton).precision(MatmulPrecision::FP16), 5e-2},
-        StepCase{"ndb_bf16_state", dash::testing::solver_options(RootMethod::NewtonDB), 3e-2, MatmulPrecision::FP32,
-            MatmulPrecision::BF16},
-        StepCase{"auto", dash::testing::solver_options(RootMethod::Auto), 0.2}),
+INSTANTIATE_TEST_SUITE_P(RootConfigurations, CudaSteps, ::testing::ValuesIn(step_cases()),
     [](const ::testing::TestParamInfo<StepCase>& info) { return info.param.name; });
 
 // A checkpoint written on CUDA resumes on CUDA exactly where the run left off.
