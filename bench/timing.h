@@ -33,7 +33,7 @@ at::ScalarType matmul_dtype(MatmulPrecision precision);
 double bmm_gflops(int64_t count, int64_t b, at::ScalarType dtype, const at::Device& device, int warmup, int repetitions,
     std::string* measured_dtype = nullptr);
 
-/// How a stack's eigh and QR run on `device` (src/kernels/stack_lapack.h), in words.
+/// How a stack's eigh and QR run on `device` (src/kernels/core_ranges.h), in words.
 std::string lapack_plan_description(const at::Device& device);
 
 /// How the matmul solvers' symmetric products run on `device` in FP32 mode

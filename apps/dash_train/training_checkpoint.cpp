@@ -49,6 +49,20 @@ std::vector<ValidationPoint> validation_points(const at::Tensor& table) {
 
 }  // namespace
 
+void check_checkpoint_config(const std::string& saved_json, const TrainConfig& config, const std::string& path) {
+  // The saved values read as a config is (keys under their current names, names of
+  // enums as the options spell them), over the defaults: a key the checkpoint lacks
+  // (written before the key existed) had its default.
+  TrainConfig written;
+  apply_json(written, nlohmann::json::parse(saved_json), "checkpoint '" + path + "'");
+  const auto saved = compatibility_values(written);
+  const auto current = compatibility_values(config);
+  for (const auto& [key, value] : current.items()) {
+    TORCH_CHECK(saved[key] == value, "dash-train: checkpoint '", path, "' was written with ", key, " = ",
+        saved[key].dump(), ", this run has ", value.dump(), "; resume with the same value or start a new run");
+  }
+}
+
 // The checkpoint file is an archive of two entries: "payload", the bytes of the
 // archive that holds the run (config, step, validation, model, optimizer), and
 // "checksum", their FNV-1a. The archive format itself does not verify its entries'
@@ -114,19 +128,7 @@ CheckpointProgress load_training_checkpoint(
     TORCH_CHECK(false, "dash-train: checkpoint '", path, "' is corrupt or unreadable (", error.what(),
         "); resume from an intact copy or start a new run with --overwrite");
   }
-  // Keys under their current names; a key the checkpoint lacks (written before the
-  // key existed) had its default.
-  auto saved = to_json(TrainConfig{});
-  const auto written = nlohmann::json::parse(saved_config.toStringRef());
-  for (const auto& [key, value] : written.items()) {
-    saved[current_key_name(key)] = value;
-  }
-  const auto current = compatibility_values(config);
-  for (const auto& [key, value] : current.items()) {
-    TORCH_CHECK(saved.contains(key) && saved[key] == value, "dash-train: checkpoint '", path, "' was written with ",
-        key, " = ", saved.contains(key) ? saved[key].dump() : "(absent)", ", this run has ", value.dump(),
-        "; resume with the same value or start a new run");
-  }
+  check_checkpoint_config(saved_config.toStringRef(), config, path);
   c10::IValue step;
   archive.read("step", step);
   c10::IValue train_seconds(0.0);

@@ -39,4 +39,11 @@ void save_training_checkpoint(const std::string& path, const TrainConfig& config
 CheckpointProgress load_training_checkpoint(
     const std::string& path, const TrainConfig& config, torch::nn::Module& model, torch::optim::Optimizer& optimizer);
 
+/// The check load_training_checkpoint() makes: the keys of
+/// checkpoint_compatibility_keys() in `saved_json` (a checkpoint's config, as
+/// written by this or an earlier dash-train: keys under earlier names, enums by any
+/// of their names, keys added since absent) have `config`'s values; else an error
+/// naming the first that differs and `path`.
+void check_checkpoint_config(const std::string& saved_json, const TrainConfig& config, const std::string& path);
+
 }  // namespace dash_train

@@ -1,5 +1,9 @@
 #pragma once
 
+#if defined(DASH_LAYER_KERNELS)
+#error "dash layering: <dash/inverse_root.h> belongs to the linalg layer (docs/architecture.md)"
+#endif
+
 // Batched inverse p-th roots of symmetric positive semi-definite matrices:
 // the solver half of DASH (arXiv 2602.02016: eigendecomposition, coupled Newton,
 // Newton–Denman–Beavers and Chebyshev roots, scaled by multi-vector power iteration).

@@ -1,6 +1,7 @@
 #pragma once
 
-#if defined(DASH_LAYER_LINALG) || defined(DASH_LAYER_BLOCKING) || defined(DASH_LAYER_DISTRIBUTED)
+#if defined(DASH_LAYER_KERNELS) || defined(DASH_LAYER_LINALG) || defined(DASH_LAYER_BLOCKING) || \
+    defined(DASH_LAYER_DISTRIBUTED)
 #error "dash layering: <dash/optimizer.h> belongs to the optim layer (docs/architecture.md)"
 #endif
 

@@ -1,6 +1,7 @@
 #pragma once
 
-#if defined(DASH_LAYER_LINALG) || defined(DASH_LAYER_BLOCKING) || defined(DASH_LAYER_DISTRIBUTED)
+#if defined(DASH_LAYER_KERNELS) || defined(DASH_LAYER_LINALG) || defined(DASH_LAYER_BLOCKING) || \
+    defined(DASH_LAYER_DISTRIBUTED)
 #error "dash layering: <dash/optimizer_options.h> belongs to the optim layer (docs/architecture.md)"
 #endif
 
@@ -25,7 +26,7 @@ constexpr int64_t kWorkspaceFloorBytes = int64_t{16} << 20;
 enum class GraftingType { Adam, RMSprop, AdaGrad, SGD, None };
 
 /// Every grafting type: the one list the tests iterate (the grafting contract suite,
-/// tests/optim/test_grafting_contract.cpp) and option_names.cpp names.
+/// tests/optim/test_grafting_contract.cpp, and the name round trip).
 inline constexpr GraftingType kGraftingTypes[] = {
     GraftingType::Adam, GraftingType::RMSprop, GraftingType::AdaGrad, GraftingType::SGD, GraftingType::None};
 

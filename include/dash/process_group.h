@@ -1,6 +1,6 @@
 #pragma once
 
-#if defined(DASH_LAYER_LINALG) || defined(DASH_LAYER_BLOCKING)
+#if defined(DASH_LAYER_KERNELS) || defined(DASH_LAYER_LINALG) || defined(DASH_LAYER_BLOCKING)
 #error "dash layering: <dash/process_group.h> belongs to the distributed layer (docs/architecture.md)"
 #endif
 

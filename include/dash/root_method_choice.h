@@ -1,5 +1,9 @@
 #pragma once
 
+#if defined(DASH_LAYER_KERNELS)
+#error "dash layering: <dash/root_method_choice.h> belongs to the linalg layer (docs/architecture.md)"
+#endif
+
 // RootMethod::Auto: which inverse-root method is fastest, at a required accuracy,
 // for one stack of matrices on the device it lives on.
 

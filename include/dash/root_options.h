@@ -1,5 +1,9 @@
 #pragma once
 
+#if defined(DASH_LAYER_KERNELS)
+#error "dash layering: <dash/root_options.h> belongs to the linalg layer (docs/architecture.md)"
+#endif
+
 // What the inverse-root solvers take (<dash/inverse_root.h>): one small options
 // struct per solver and one for the spectral scaling, composed by
 // InverseRootOptions, the way Distributed Shampoo's matrix_functions_types.py

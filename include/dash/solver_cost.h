@@ -1,5 +1,9 @@
 #pragma once
 
+#if defined(DASH_LAYER_KERNELS)
+#error "dash layering: <dash/solver_cost.h> belongs to the linalg layer (docs/architecture.md)"
+#endif
+
 // Floating-point operation counts of the inverse-root solvers, from the shapes and
 // options alone (what a benchmark divides its time by), and the memory their
 // temporaries take (what a caller who bounds its memory divides its budget by).

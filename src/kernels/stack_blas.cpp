@@ -76,7 +76,7 @@ at::Tensor& stack_bmm_out(at::Tensor& out, const at::Tensor& a, const at::Tensor
 namespace {
 
 // CBLAS's syrk and gemm, looked up at run time like OpenBLAS's thread controls
-// (stack_lapack.cpp). Their integer arguments are `int` unless OpenBLAS was built
+// (core_ranges.cpp). Their integer arguments are `int` unless OpenBLAS was built
 // with 64-bit integers (Debian's libopenblas64 packages), which its configuration
 // string names: then they are not used.
 template <typename Scalar>

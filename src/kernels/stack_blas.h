@@ -1,6 +1,6 @@
 #pragma once
 
-// BLAS over a CPU stack, split like LAPACK (stack_lapack.h: one range of matrices
+// BLAS over a CPU stack, split like LAPACK (core_ranges.h: one range of matrices
 // per core, each with a single-threaded OpenBLAS), and the symmetric products that
 // need only one triangle of their result.
 //

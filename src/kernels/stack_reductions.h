@@ -8,7 +8,7 @@
 // loops of their own, one matrix at a time, so that each matrix is read from
 // memory once and its further passes (the asymmetry, the copy that
 // admit_matrices() writes) find it in cache; over the cores by for_each_pass_range()
-// (stack_lapack.h). ATen's reductions take one pass over the stack each, and its
+// (core_ranges.h). ATen's reductions take one pass over the stack each, and its
 // a − aᵀ reads one operand across rows: as ATen ops the checks in front of a root
 // computation took several passes' time (docs/experiments/2026-12-05-memory-passes.md, "Memory
 // passes around the roots"). Elsewhere (GPUs, other dtypes) the same results come from

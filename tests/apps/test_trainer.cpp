@@ -6,6 +6,7 @@
 #include "support/error_message.h"
 #include "text_corpus.h"
 #include "trainer.h"
+#include "training_checkpoint.h"
 
 #include <dash/optimizer.h>
 
@@ -127,6 +128,21 @@ TEST(TrainerErrors, ResumeRejectsAChangedConfigAndAMissingCheckpoint) {
   config.stop_at = 0;
   config.lr = 0.5;
   EXPECT_THAT(error_of([&] { Trainer(config, corpus); }), HasSubstr("was written with lr = 0.003"));
+}
+
+// A checkpoint's config written by an earlier dash-train: keys under their earlier
+// names, an enum by an alias, keys added since absent; it resumes with the same
+// values and is refused, naming the key, with another.
+TEST(TrainerErrors, ACheckpointOfAnEarlierDashTrainResumesWithTheSameValues) {
+  TrainConfig config;
+  config.optimizer = "dash";
+  config.dash.root(dash::InverseRootOptions(config.dash.root()).method(dash::RootMethod::NewtonDB).epsilon(1e-6));
+  const std::string earlier =
+      R"({"optimizer": "dash", "root_method": "newton-db", "root_epsilon": 1e-6, "ndb_evaluation": "auto"})";
+  check_checkpoint_config(earlier, config, "old.pt");
+  config.dash.root(dash::InverseRootOptions(config.dash.root()).epsilon(1e-5));
+  EXPECT_THAT(error_of([&] { check_checkpoint_config(earlier, config, "old.pt"); }),
+      HasSubstr("'old.pt' was written with epsilon = 1e-06"));
 }
 
 TEST(Compare, RunsEachConfigurationPerSeedAndWritesTheTableAndPlot) {

@@ -133,6 +133,33 @@ TEST_F(BlockUpdate, FusedGraftingOnCudaMatchesTheCpu) {
   }
 }
 
+// The step takes the fused pass for the graftings with a second-moment statistic on
+// contiguous stacks with per-block step counts, and nowhere else (SGD and None have
+// no statistic; AdamW segments count steps per element; a non-contiguous gradient is
+// a strided view).
+TEST_F(BlockUpdate, FusedStepRunsExactlyWhereItCan) {
+  for (auto grafting : kGraftingTypes) {
+    const auto& type = grafting_for(grafting);
+    const bool second_moment = type.keeps_statistic();
+    StepHyper hyper;
+    hyper.grafting = grafting;
+    auto fresh_state = [&](std::vector<int64_t> steps_shape) {
+      return MomentState{random({2, 3, 4}), second_moment ? random({2, 3, 4}).abs() : at::Tensor(), at::Tensor(),
+          at::full(steps_shape, 2.0)};
+    };
+    auto work = Workspace::like(at::empty({2, 3, 4}));
+    auto state = fresh_state({2, 1, 1});
+    EXPECT_EQ(type.fused_step(random({2, 3, 4}), state, hyper, work.ghat, work.graft), second_moment)
+        << to_string(grafting);
+    state = fresh_state({2, 1, 1});
+    EXPECT_FALSE(type.fused_step(random({2, 4, 3}).transpose(1, 2), state, hyper, work.ghat, work.graft))
+        << "non-contiguous gradient, grafting " << to_string(grafting);
+    state = fresh_state({2, 3, 4});
+    EXPECT_FALSE(type.fused_step(random({2, 3, 4}), state, hyper, work.ghat, work.graft))
+        << "per-element step counts, grafting " << to_string(grafting);
+  }
+}
+
 // The fused pass refuses what its kernels cannot take, so the step falls back.
 TEST_F(BlockUpdate, FusedGraftingRefusesLayoutsItCannotTake) {
   auto grad = random({2, 3, 4});

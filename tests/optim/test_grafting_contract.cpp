@@ -98,10 +98,12 @@ TEST_P(GraftingContract, FusedStepEqualsTheUnfusedPathOrChangesNothing) {
   MomentState unfused_state{fused_state.grad_ema.clone(),
       fused_state.graft_stat.defined() ? fused_state.graft_stat.clone() : at::Tensor(), at::Tensor(),
       fused_state.steps.clone()};
-  const auto ema_before = fused_state.grad_ema.clone();
   auto fused = Workspace::like(grad);
   if (!type().fused_step(grad, fused_state, hyper(), fused.ghat, fused.graft)) {
-    EXPECT_TRUE(at::equal(fused_state.grad_ema, ema_before)) << "a refused fused step changed M";
+    EXPECT_TRUE(at::equal(fused_state.grad_ema, unfused_state.grad_ema)) << "a refused fused step changed M";
+    if (fused_state.graft_stat.defined()) {
+      EXPECT_TRUE(at::equal(fused_state.graft_stat, unfused_state.graft_stat)) << "a refused fused step changed A";
+    }
     return;
   }
   auto unfused = Workspace::like(grad);

@@ -1,4 +1,4 @@
-// Input for the style.function_lengths_finds_* tests (not compiled): with --limit 6
+// Input for the style.function_lengths_* tests (not compiled): with --limit 6
 // only `seven_lines` and `Widget::seven_line_method` are over the limit; braces in
 // comments, strings, characters and lambdas must not confuse the count.
 namespace fixture {

@@ -1,7 +1,7 @@
 #pragma once
 
 // Counts the tensor memory allocations made while a CountAllocations object lives,
-// on its thread and on the threads its work is split over (stack_lapack.h's split
+// on its thread and on the threads its work is split over (core_ranges.h's split
 // carries the caller's thread-local state, this reporter included, to its helpers).
 // It hooks into c10's memory-reporting interface (what the profiler's
 // profile_memory uses), which the CPU allocator and CUDA's caching allocator both
