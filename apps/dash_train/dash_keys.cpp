@@ -24,7 +24,7 @@ struct OptionAccess {
 };
 
 template <typename Value>
-nlohmann::json as_json(Value value) {
+nlohmann::json option_value_as_json(Value value) {
   if constexpr (std::is_enum_v<Value>) {
     return to_string(value);
   } else {
@@ -33,7 +33,7 @@ nlohmann::json as_json(Value value) {
 }
 
 template <typename Value>
-Value from_json(const nlohmann::json& value, const std::string& where) {
+Value option_value_from_json(const nlohmann::json& value, const std::string& where) {
   if constexpr (std::is_enum_v<Value>) {
     const auto name = dash_train::json_value_as<std::string>(value, where);
     try {
@@ -50,16 +50,18 @@ Value from_json(const nlohmann::json& value, const std::string& where) {
 const std::vector<OptionAccess>& every_option() {
   static const std::vector<OptionAccess> options = [] {
     std::vector<OptionAccess> list;
-#define DASH_TRAIN_FIELD(name, type, help)                                             \
-  list.push_back({#name, help, [](const DashOptions& o) { return as_json(o.name()); }, \
-      [](DashOptions& o, const nlohmann::json& v, const std::string& where) { o.name(from_json<type>(v, where)); }});
-#define DASH_TRAIN_ROOT_FIELD(name, type, path, help)                         \
-  list.push_back({optim::option_fields::optimizer_keyword(#name), help,       \
-      [](const DashOptions& o) { return as_json(o.root().path()); },          \
-      [](DashOptions& o, const nlohmann::json& v, const std::string& where) { \
-        auto root = o.root();                                                 \
-        root.path(from_json<type>(v, where));                                 \
-        o.root(root);                                                         \
+#define DASH_TRAIN_FIELD(name, type, help)                                                          \
+  list.push_back({#name, help, [](const DashOptions& o) { return option_value_as_json(o.name()); }, \
+      [](DashOptions& o, const nlohmann::json& v, const std::string& where) {                       \
+        o.name(option_value_from_json<type>(v, where));                                             \
+      }});
+#define DASH_TRAIN_ROOT_FIELD(name, type, path, help)                             \
+  list.push_back({optim::option_fields::optimizer_keyword(#name), help,           \
+      [](const DashOptions& o) { return option_value_as_json(o.root().path()); }, \
+      [](DashOptions& o, const nlohmann::json& v, const std::string& where) {     \
+        auto root = o.root();                                                     \
+        root.path(option_value_from_json<type>(v, where));                        \
+        o.root(root);                                                             \
       }});
     DASH_OPTION_FIELDS(DASH_TRAIN_FIELD)
     DASH_ROOT_FIELDS(DASH_TRAIN_ROOT_FIELD)
