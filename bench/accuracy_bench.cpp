@@ -131,17 +131,16 @@ Sweep sweep(const at::Tensor& input, const at::Tensor& reference, const InverseR
 }  // namespace
 
 std::string accuracy_method_names() {
-  std::string names;
-  auto add = [&](const std::string& name) { names += (names.empty() ? "" : ",") + name; };
+  std::vector<std::string> names;
   for (auto method : kSolverMethods) {
     if (!solver_traits(method).matmul_only) continue;
-    add(to_string(method));
+    names.push_back(to_string(method));
     if (method != RootMethod::NewtonDB) continue;
     for (auto polynomial : {NewtonDBPolynomial::Minimax3, NewtonDBPolynomial::Minimax5}) {
-      add("ndb-" + to_string(polynomial));
+      names.push_back("ndb-" + to_string(polynomial));
     }
   }
-  return names;
+  return comma_joined(names);
 }
 
 int run_accuracy_bench(const std::vector<std::string>& args) {

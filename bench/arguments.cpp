@@ -69,10 +69,16 @@ OptionSpec real_list_option(const std::string& default_value, double min, double
 }
 OptionSpec output_file_option() { return {"", OptionSpec::Kind::OutputFile}; }
 
+std::string comma_joined(const std::vector<std::string>& names) {
+  std::string joined;
+  for (const auto& name : names) joined += (joined.empty() ? "" : ",") + name;
+  return joined;
+}
+
 std::string solver_method_names() {
-  std::string names;
-  for (auto method : kSolverMethods) names += (names.empty() ? "" : ",") + to_string(method);
-  return names;
+  std::vector<std::string> names;
+  for (auto method : kSolverMethods) names.push_back(to_string(method));
+  return comma_joined(names);
 }
 
 bool asks_for_help(const std::vector<std::string>& args) {

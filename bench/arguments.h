@@ -44,6 +44,9 @@ void check_output_file(const std::string& name, const std::string& path);
 /// Whether the arguments ask for the usage (-h, --help anywhere).
 bool asks_for_help(const std::vector<std::string>& args);
 
+/// `names` comma-separated, as list() reads them.
+std::string comma_joined(const std::vector<std::string>& names);
+
 /// Every solver's name (dash::kSolverMethods), comma-separated: the default of --methods.
 std::string solver_method_names();
 

@@ -141,11 +141,8 @@ TEST(BenchSmoke, StepBenchReportsRootMethodChoicesAndEigenbasisCounts) {
 TEST(BenchSmoke, StepBenchNewtonStepCountsAndPerBlockReferences) {
   const auto path = ::testing::TempDir() + "dash_step_bench_newton_steps.json";
   std::vector<std::string> newton_methods;
-  std::string method_list;
-  for (auto method : dash::testing::newton_solvers()) {
-    newton_methods.push_back(to_string(method));
-    method_list += (method_list.empty() ? "" : ",") + newton_methods.back();
-  }
+  for (auto method : dash::testing::newton_solvers()) newton_methods.push_back(to_string(method));
+  const auto method_list = comma_joined(newton_methods);
   ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "1", "--methods", method_list,
                 "--scalings", "multi-pi", "--precisions", "fp32", "--executions", "batched,sequential",
                 "--newton-steps", "10,4", "--steps", "2", "--tf32", "1", "--json", path}),

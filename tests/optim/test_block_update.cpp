@@ -6,6 +6,7 @@
 #include "kernels/fused_moments.h"
 #include "optim/grafting.h"
 #include "support/grafting_reference.h"
+#include "support/spd_matrices.h"
 
 #include "kernels/stack_blas.h"
 
@@ -20,9 +21,7 @@
 namespace dash::optim {
 namespace {
 
-double max_difference(const at::Tensor& a, const at::Tensor& b) {
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
+using testing::max_difference;
 
 class BlockUpdate : public ::testing::Test {
  protected:

@@ -7,6 +7,7 @@
 #include "optim/grafting.h"
 #include "optim/moments.h"
 #include "support/grafting_reference.h"
+#include "support/spd_matrices.h"
 #include "support/temporary_folder.h"
 
 #include <dash/optimizer.h>
@@ -22,9 +23,7 @@
 namespace dash::optim {
 namespace {
 
-double max_difference(const at::Tensor& a, const at::Tensor& b) {
-  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
-}
+using testing::max_difference;
 
 class GraftingContract : public ::testing::TestWithParam<GraftingType> {
  protected:

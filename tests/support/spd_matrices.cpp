@@ -68,4 +68,8 @@ double max_relative_error(const at::Tensor& result, const at::Tensor& reference)
   return relative_errors(result, reference).max().item<double>();
 }
 
+double max_difference(const at::Tensor& a, const at::Tensor& b) {
+  return (a.to(at::kDouble) - b.to(at::kDouble)).abs().max().item<double>();
+}
+
 }  // namespace dash::testing

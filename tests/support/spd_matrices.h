@@ -46,6 +46,9 @@ at::Tensor relative_errors(const at::Tensor& result, const at::Tensor& reference
 /// Largest of relative_errors() as a double.
 double max_relative_error(const at::Tensor& result, const at::Tensor& reference);
 
+/// Largest |a − b| over all elements, in float64.
+double max_difference(const at::Tensor& a, const at::Tensor& b);
+
 }  // namespace dash::testing
 
 namespace dash::testing {
