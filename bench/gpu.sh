@@ -13,6 +13,12 @@
 # names cuda_step_profile's configurations (default ndb-multi-pi-fp32,evd; the
 # names are ROOT_CONFIGS in bench/cuda_step_probe.py).
 #
+# DASH_DS_PATH names a checkout of Meta's Distributed Shampoo (github.com/
+# facebookresearch/optimizers; default build/peers/optimizers where it exists; carry it,
+# it is ignored by git). The peer_step stages run it next to dash in the same process
+# (bench/peer_step.py); without it they run dash alone. DASH_PEER_ARGS is appended to
+# their arguments (a rehearsal on a CPU: "--preset llama-tiny --layers 1 --block 256").
+#
 # Such machines may have no GoogleTest or nlohmann/json and no network: run
 # `bash scripts/gpu-deps.sh` on a machine with the Debian packages first; it puts
 # both into build/gpu-deps, which travels with the tree (carry it).
@@ -26,6 +32,9 @@ logs=$(mktemp -d)
 build=${DASH_GPU_BUILD:-$root/build/gpu}
 deps=${DASH_GPU_DEPS:-$root/build/gpu-deps}
 python=${PYTHON:-python3}
+ds_path=${DASH_DS_PATH:-$root/build/peers/optimizers}
+ds_args=()
+[ -d "$ds_path" ] && ds_args=(--ds-path "$ds_path")
 start=$(date +%s)
 failed=()
 elapsed() { echo $(( $(date +%s) - start )); }
@@ -100,6 +109,13 @@ if [[ " ${targets[*]} " == *" dash_python "* ]]; then
     "$python" -m pytest -q -p no:cacheprovider -k cuda "$root/tests/python/test_inverse_root.py" \
     "$root/tests/python/test_optimizer_api.py"
   show pytest_cuda | tail -3
+  # The paper's comparison: Distributed Shampoo (eigh, coupled Newton; fp32 as TF32)
+  # and dash's root methods, llama-953m with 2 layers (about one GPU's share of 8),
+  # B = 1024, f = 10 and f = 1, each configuration with its ratio to DS in this run.
+  stage peer_step 240 env PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 "$python" "$root/bench/peer_step.py" \
+    --device "$device" --preset llama-953m --layers 2 --block 1024 --frequencies 10,1 --tf32 1 "${ds_args[@]}" \
+    ${DASH_PEER_ARGS:-} --json "$logs/peer_step.json"
+  show peer_step
   stage cuda_step_probe 150 env PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 \
     "$python" "$root/bench/cuda_step_probe.py" --layers 2 --block 1024 --tf32 1 --json "$logs/cuda_step_probe.json"
   show cuda_step_probe
@@ -153,5 +169,14 @@ show step_f1_evd
 stage solvers 90 "$build/bench/dash-bench" solvers --device "$device" --preset full --tf32 1 \
   --json "$logs/solvers.json"
 show solvers
+# The whole model (16 layers, 953 M parameters) on one GPU, f = 10: the configurations
+# the 2-layer rows single out, one root period of warm-up. Last: it is the longest.
+if [[ " ${targets[*]} " == *" dash_python "* ]]; then
+  stage peer_step_full 240 env PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 "$python" "$root/bench/peer_step.py" \
+    --device "$device" --preset llama-953m --layers 16 --block 1024 --frequencies 10 --tf32 1 "${ds_args[@]}" \
+    --configs ds-eigh-fp32,ds-cn-fp32,dash-ndb-pi-fp32,dash-cn-fro-fp16,dash-ndb-pi-bf16 --warmup-periods 1 \
+    ${DASH_PEER_ARGS:-} --json "$logs/peer_step_full.json"
+  show peer_step_full
+fi
 stamp "done${failed[*]:+; failed: ${failed[*]}}"
 [ ${#failed[@]} -eq 0 ]

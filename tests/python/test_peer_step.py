@@ -1,0 +1,115 @@
+"""bench/peer_step.py (dash against Distributed Shampoo) on a CPU with tiny shapes: the
+timed steps and their root steps, and Distributed Shampoo configured like dash under
+both of its APIs. Distributed Shampoo itself is not installed here: a stand-in package
+records what the script asks of it (the real one ran in docs/experiments/
+2026-12-06-distributed-shampoo-cpu.md)."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import ROOT
+
+SCRIPT = ROOT / "bench" / "peer_step.py"
+
+
+def run_script(tmp_path, *arguments):
+    out = tmp_path / "report.json"
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--device", "cpu", "--preset", "smoke", "--layers", "1", "--block", "8",
+         "--json", str(out), *arguments], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(out.read_text()), result.stdout
+
+
+# Classes under the names of Distributed Shampoo before 2025-05 ("old") or since ("new");
+# the optimizer is SGD and writes the arguments it was given to RECORD.
+STAND_IN = textwrap.dedent("""
+    import json, os, torch
+
+    class _Config:
+        def __init__(self, **fields):
+            self.fields = fields
+
+    class EigenConfig(_Config): pass
+    class CoupledNewtonConfig(_Config): pass
+    class {grafting}(_Config): pass
+    class {shampoo}(_Config): pass
+
+    class DistributedShampoo(torch.optim.SGD):
+        def __init__(self, params, lr, **options):
+            super().__init__(params, lr=lr)
+            config = options["preconditioner_config"].fields
+            recorded = dict(options, grafting_config=options["grafting_config"].fields,
+                            preconditioner_config=dict(config, amortized_computation_config=type(
+                                config["amortized_computation_config"]).__name__))
+            with open(os.environ["RECORD"], "a") as out:
+                out.write(json.dumps(recorded, default=str) + "\\n")
+""")
+
+
+@pytest.mark.parametrize("api", ["old", "new"])
+def test_distributed_shampoo_is_configured_like_dash(tmp_path, monkeypatch, api):
+    names = ({"grafting": "AdamGraftingConfig", "shampoo": "ShampooPreconditionerConfig"} if api == "old" else
+             {"grafting": "AdamPreconditionerConfig", "shampoo": "RootInvShampooPreconditionerConfig"})
+    package = tmp_path / "checkout" / "distributed_shampoo"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text(STAND_IN.format(**names))
+    record = tmp_path / "record.jsonl"
+    monkeypatch.setenv("RECORD", str(record))
+    report, stdout = run_script(tmp_path, "--frequencies", "3", "--ds-path", str(tmp_path / "checkout"),
+                                "--configs", "ds-eigh-fp32,ds-cn-fp32,dash-evd")
+    eigh, newton = [json.loads(line) for line in record.read_text().splitlines()]
+    for options, root in ((eigh, "EigenConfig"), (newton, "CoupledNewtonConfig")):
+        assert options["max_preconditioner_dim"] == 8
+        assert options["precondition_frequency"] == 3 and options["start_preconditioning_step"] == 3
+        assert options["betas"] == [0.9, 0.95] and options["epsilon"] == 1e-10
+        assert options["grafting_config"] == {"beta2": 0.95, "epsilon": 1e-8}
+        assert options["preconditioner_config"]["amortized_computation_config"] == root
+        # 1-D parameters: grafting alone, as dash's AdamW ({order: {dimension: exponent 0}})
+        assert options["preconditioner_config"]["inverse_exponent_override"] == {"1": {"0": 0.0}}
+    rows = report["rounds"][0]["3"]
+    assert set(rows) == {"ds-eigh-fp32", "ds-cn-fp32", "dash-evd"}
+    for name, row in rows.items():
+        assert row["ratios"]["ds-eigh-fp32"] == pytest.approx(rows["ds-eigh-fp32"]["mean_ms"] / row["mean_ms"])
+        assert row["ratios"]["ds-cn-fp32"] == pytest.approx(rows["ds-cn-fp32"]["mean_ms"] / row["mean_ms"])
+    assert "x DS eigh" in stdout
+
+
+def test_timed_steps_and_root_steps(tmp_path):
+    report, stdout = run_script(tmp_path, "--frequencies", "4,1", "--configs", "ds-cn-fp32,dash-ndb-pi-fp32,dash-evd",
+                                "--rounds", "2")
+    assert "no --ds-path: Distributed Shampoo's configurations are left out" in stdout
+    assert report["distributed_shampoo"] is None and len(report["rounds"]) == 2
+    for tables in report["rounds"]:
+        assert set(tables) == {"4", "1"}
+        for frequency, rows in tables.items():
+            f = int(frequency)
+            assert set(rows) == {"dash-ndb-pi-fp32", "dash-evd"}
+            for row in rows.values():
+                steps = row["steps"]
+                # after two root periods (at least two steps), max(f, 3) steps; roots at t % f == 0
+                first = 2 * f + 1 if f > 1 else 3
+                assert [s["t"] for s in steps] == list(range(first, first + max(f, 3)))
+                assert [s["root"] for s in steps] == [s["t"] % f == 0 for s in steps]
+                assert all(s["ms"] > 0 for s in steps)
+                assert row["root_median_ms"] is not None
+                assert (row["non_root_median_ms"] is None) == (f == 1)
+                assert "ratios" in row and not row["ratios"]
+                assert row["dash"]["state_bytes"] > 0
+
+
+def test_a_checkout_that_does_not_import_is_named(tmp_path):
+    report, stdout = run_script(tmp_path, "--frequencies", "2", "--ds-path", str(tmp_path / "missing"),
+                                "--configs", "ds-eigh-fp32,dash-evd")
+    assert "did not import" in stdout and "ModuleNotFoundError" in stdout
+    assert set(report["rounds"][0]["2"]) == {"dash-evd"}
+
+
+def test_an_unknown_configuration_is_refused(tmp_path):
+    result = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--configs", "dash-fast"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "unknown configuration(s) dash-fast" in result.stderr
