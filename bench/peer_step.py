@@ -80,11 +80,11 @@ def import_distributed_shampoo(path):
     return ds, grafting, shampoo
 
 
-def distributed_shampoo_maker(classes, root, frequency, block):
+def distributed_shampoo_maker(classes, root, frequency, block, lr=LR):
     ds, grafting, shampoo = classes
     computation = ds.EigenConfig() if root == "eigh" else ds.CoupledNewtonConfig()
     return lambda params: ds.DistributedShampoo(
-        params, lr=LR, betas=(BETA_GRAD, BETA_FACTOR), epsilon=EPSILON, weight_decay=0.0,
+        params, lr=lr, betas=(BETA_GRAD, BETA_FACTOR), epsilon=EPSILON, weight_decay=0.0,
         max_preconditioner_dim=block, precondition_frequency=frequency, start_preconditioning_step=frequency,
         grafting_config=grafting(beta2=BETA_GRAFT, epsilon=EPS_GRAFT),
         # 1-D parameters take the grafting (Adam) step alone, as dash's do (AdamW): a

@@ -98,9 +98,9 @@ def make_optimizer(name, model, lr):
                      root_frequency=10, start_step=10)
 
 
-def main():
+def parse_args(argv=None, optimizers=("adamw", "dash")):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--optimizer", choices=["adamw", "dash"], default="dash")
+    parser.add_argument("--optimizer", choices=list(optimizers), default="dash")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--warmup-steps", type=int, default=30)
@@ -112,18 +112,24 @@ def main():
     parser.add_argument("--data", default=DEFAULT_DATA)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--log-every", type=int, default=10)
-    args = parser.parse_args()
+    return parser.parse_args(argv)
 
+
+def train(args, make_optimizer, corpus=None):
+    """Trains a GPT of `args`' shape with `make_optimizer(model)`; returns the
+    validation loss and the mean optimizer ms per step. `corpus`: the (train,
+    validation) tokens, when already loaded."""
     torch.manual_seed(args.seed)
-    train_tokens, validation_tokens = load_corpus(args.data)
+    train_tokens, validation_tokens = corpus or load_corpus(args.data)
     model = GPT(args.dim, args.layers, args.heads, args.seq_len)
-    optimizer = make_optimizer(args.optimizer, model, args.lr)
+    optimizer = make_optimizer(model)
     warmup = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / args.warmup_steps))
     generator = torch.Generator().manual_seed(args.seed)
     data = batches(train_tokens, args.batch_size, args.seq_len, generator)
     print(f"{args.optimizer}: {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M parameters, "
           f"{len(train_tokens) / 1e6:.1f} M training tokens")
 
+    optimizer_ms = 0.0
     for step in range(1, args.steps + 1):
         inputs, targets = next(data)
         start = time.perf_counter()
@@ -135,6 +141,7 @@ def main():
         optimizer.step()
         warmup.step()
         end = time.perf_counter()
+        optimizer_ms += 1e3 * (end - optimizer_start)
         if step % args.log_every == 0 or step == 1 or step == args.steps:
             print(f"step {step:5d}  loss {loss.item():.4f}  step {1e3 * (end - start):7.1f} ms  "
                   f"optimizer {1e3 * (end - optimizer_start):7.1f} ms", flush=True)
@@ -144,7 +151,14 @@ def main():
         validation = batches(validation_tokens, args.batch_size, args.seq_len, torch.Generator().manual_seed(0))
         losses = [F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item() for x, y in
                   (next(validation) for _ in range(8))]
-    print(f"validation loss {sum(losses) / len(losses):.4f}")
+    validation_loss = sum(losses) / len(losses)
+    print(f"validation loss {validation_loss:.4f}")
+    return validation_loss, optimizer_ms / args.steps
+
+
+def main():
+    args = parse_args()
+    train(args, lambda model: make_optimizer(args.optimizer, model, args.lr))
 
 
 if __name__ == "__main__":

@@ -305,9 +305,8 @@ double cpu_largest_magnitude_of_stacks(const std::vector<at::Tensor>& stacks) {
 
 }  // namespace
 
-at::Tensor largest_magnitude_of_list(const std::vector<at::Tensor>& tensors) {
-  std::vector<at::Tensor> floats, doubles;
-  std::vector<at::Tensor> magnitudes;
+at::Tensor largest_magnitude_of_list(const std::vector<at::Tensor>& tensors, at::Tensor& buffer) {
+  std::vector<at::Tensor> floats, doubles, others;
   for (const auto& tensor : tensors) {
     if (tensor.numel() == 0) continue;
     // As a stack: up to three dimensions as they are, more when contiguous (views).
@@ -317,22 +316,34 @@ at::Tensor largest_magnitude_of_list(const std::vector<at::Tensor>& tensors) {
     if (cpu_loops_take(stack)) {
       (stack.scalar_type() == at::kFloat ? floats : doubles).push_back(stack);
     } else {
-      magnitudes.push_back(largest_magnitude_of_all(tensor).to(at::kFloat));
+      others.push_back(tensor);
     }
   }
-  auto cpu_value = [](double value) {
+  const auto device = tensors.empty() ? at::Device(at::kCPU) : tensors.front().device();
+  const auto needed = static_cast<int64_t>(1 + others.size() + !floats.empty() + !doubles.empty());
+  if (!buffer.defined() || buffer.numel() < needed || buffer.device() != device || buffer.scalar_type() != at::kFloat) {
+    buffer = at::empty({needed}, at::TensorOptions().dtype(at::kFloat).device(device));
+  }
+  // Slot 0 takes the result; each magnitude a slot after it. Out-variants: no
+  // allocation of dash's own (the CPU loops' values are CPU tensors' only).
+  int64_t filled = 1;
+  for (const auto& tensor : others) {
+    auto slot = buffer.select(0, filled++);
+    at::linalg_vector_norm_out(
+        slot, tensor, std::numeric_limits<double>::infinity(), at::OptionalIntArrayRef{}, false, at::kFloat);
+  }
+  auto cpu_value = [&](double value) {
     // In float32, as a conversion rounds it: beyond its range, Inf (NaN stays NaN).
     const auto single =
         value > std::numeric_limits<float>::max() ? std::numeric_limits<float>::infinity() : static_cast<float>(value);
-    return at::scalar_tensor(single, at::TensorOptions().dtype(at::kFloat));
+    buffer.select(0, filled++).fill_(single);
   };
-  if (!floats.empty()) magnitudes.push_back(cpu_value(cpu_largest_magnitude_of_stacks<float>(floats)));
-  if (!doubles.empty()) magnitudes.push_back(cpu_value(cpu_largest_magnitude_of_stacks<double>(doubles)));
-  if (magnitudes.empty()) {
-    const auto device = tensors.empty() ? at::Device(at::kCPU) : tensors.front().device();
-    return at::zeros({}, at::TensorOptions().dtype(at::kFloat).device(device));
-  }
-  return magnitudes.size() == 1 ? magnitudes.front() : at::stack(magnitudes).max();
+  if (!floats.empty()) cpu_value(cpu_largest_magnitude_of_stacks<float>(floats));
+  if (!doubles.empty()) cpu_value(cpu_largest_magnitude_of_stacks<double>(doubles));
+  auto result = buffer.select(0, 0);
+  if (filled == 1) return result.zero_();
+  if (filled == 2) return result.copy_(buffer.select(0, 1));
+  return at::amax_out(result, buffer.narrow(0, 1, filled - 1), {0});
 }
 
 at::Tensor finite_matrices(const at::Tensor& stack) { return at::isfinite(largest_magnitude(stack)); }

@@ -32,11 +32,13 @@ at::Tensor largest_magnitude(const at::Tensor& stack);
 at::Tensor largest_magnitude_of_all(const at::Tensor& tensor);
 
 /// max |x| over all of `tensors` (any shapes, any number; empty ones add nothing)
-/// as a 0-d float32 tensor on their device (a float64 entry beyond float32's range
-/// gives Inf, as converting it would); NaN where an entry is NaN; 0 for none. On a
-/// CPU one pass over the cores for all the float32 and float64 tensors with
-/// contiguous rows, an aminmax for each other tensor.
-at::Tensor largest_magnitude_of_list(const std::vector<at::Tensor>& tensors);
+/// as a 0-d float32 view of `buffer` on their device (a float64 entry beyond
+/// float32's range gives Inf, as converting it would); NaN where an entry is NaN; 0
+/// for none. On a CPU one pass over the cores for all the float32 and float64
+/// tensors with contiguous rows, an ∞-norm for each other tensor. `buffer` (float32,
+/// one element, and one per tensor the CPU loops do not take) is made or grown where
+/// it is too small and kept by the caller: the next call allocates nothing for it.
+at::Tensor largest_magnitude_of_list(const std::vector<at::Tensor>& tensors, at::Tensor& buffer);
 
 /// Whether every entry of each matrix is finite, shape (N, 1, 1).
 at::Tensor finite_matrices(const at::Tensor& stack);

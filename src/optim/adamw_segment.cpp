@@ -36,7 +36,13 @@ void step_adamw_segment(const blocking::AdamWSegment& segment, const std::vector
   } else {
     moments.steps.add_(1);
   }
-  grafting_direction(grad, moments, adamw_hyper(options), state.work);
+  const auto hyper = adamw_hyper(options);
+  moments.grad_correction =
+      bias_correction_into(state.grad_correction, hyper.beta_grad, moments.steps, hyper.bias_correction);
+  moments.stat_correction =
+      bias_correction_into(state.stat_correction, hyper.beta_graft, moments.steps, hyper.bias_correction);
+  grafting_direction(grad, moments, hyper, state.work);
+  moments.grad_correction = moments.stat_correction = at::Tensor();  // the buffers stay the segment's
   const auto& direction = state.work.graft;
   if (!all_active) {
     moments.grad_ema.copy_(at::where(active, moments.grad_ema, ema_before));

@@ -18,6 +18,9 @@ namespace dash::optim {
 struct AdamWSegmentState {
   MomentState moments;  ///< (1, 1, numel) tensors; steps per element
   Workspace work;       ///< reused by every step (ghat, graft); not state, not saved
+  /// 1 − β^t of each element, rewritten in place at each step; not state, not saved.
+  at::Tensor grad_correction{};
+  at::Tensor stat_correction{};
 };
 
 /// A segment's zero state for a group with `options`.

@@ -13,10 +13,14 @@
 namespace dash::optim {
 namespace {
 
-// ‖t_i‖_F of each matrix, (N, 1, 1): ATen's norm, over the cores where its pool has
-// one thread (kernels::for_each_pass_range; the same numbers, each matrix's sum its own).
-at::Tensor frobenius_norms(const at::Tensor& t) {
-  auto norms = at::empty({t.size(0), 1, 1}, t.options());
+// ‖t_i‖_F of each matrix into `norms`, (N, 1, 1) (made where undefined): ATen's norm,
+// over the cores where its pool has one thread (kernels::for_each_pass_range; the
+// same numbers, each matrix's sum its own).
+at::Tensor& frobenius_norms_into(at::Tensor& norms, const at::Tensor& t) {
+  if (!norms.defined()) norms = at::empty({t.size(0), 1, 1}, t.options());
+  TORCH_CHECK(norms.sizes().equals({t.size(0), 1, 1}) && norms.scalar_type() == t.scalar_type(),
+      "dash: frobenius_norms_into: expected a (", t.size(0), ", 1, 1) ", t.scalar_type(), " buffer, got ",
+      norms.sizes(), " ", norms.scalar_type());
   (void)norms.data_ptr();  // on this thread (for_each_pass_range)
   kernels::for_each_pass_range(t, static_cast<double>(t.numel() * t.element_size()), [&](int64_t first, int64_t last) {
     auto out = norms.slice(0, first, last);
@@ -35,15 +39,20 @@ at::Tensor& scale_matrices_(at::Tensor& t, const at::Tensor& factors) {
 
 }  // namespace
 
-at::Tensor bias_correction(double beta, const at::Tensor& steps, bool enabled) {
-  if (!enabled || beta == 0.0) return at::ones_like(steps);
+at::Tensor& bias_correction_into(at::Tensor& out, double beta, const at::Tensor& steps, bool enabled) {
+  if (!out.defined() || !out.sizes().equals(steps.sizes()) || out.device() != steps.device()) {
+    out = at::empty_like(steps, at::MemoryFormat::Contiguous);
+  }
+  if (!enabled || beta == 0.0) return out.fill_(1.0);
   // 1 − β^t = −expm1(t log β), with log β taken in double: the steps are float32, in
   // which a β within 2⁻²⁵ of 1 is 1 and 1 − β^t would be 0 (an infinite step).
-  return at::expm1(steps * std::log(beta)).neg_();
+  return out.copy_(steps).mul_(std::log(beta)).expm1_().neg_();
 }
 
 at::Tensor bias_correction_of(const at::Tensor& given, double beta, const MomentState& state, bool enabled) {
-  return given.defined() ? given : bias_correction(beta, state.steps, enabled);
+  if (given.defined()) return given;
+  at::Tensor fresh;
+  return bias_correction_into(fresh, beta, state.steps, enabled);
 }
 
 void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, double beta) {
@@ -86,8 +95,7 @@ at::Tensor preconditioned_direction(
   // Plain float32 norms: a block whose ‖U‖ overflows (entries ≳ 1e19) gets ratio 0,
   // i.e. no step — as AdamW, whose G² overflows there too.
   const bool rescale = grafting_for(grafting).rescales_update();
-  at::Tensor graft_norm;
-  if (rescale) graft_norm = frobenius_norms(work.graft);
+  if (rescale) frobenius_norms_into(work.graft_norms, work.graft);
   at::Tensor u;
   if (left_root.scalar_type() == work.ghat.scalar_type()) {
     kernels::stack_bmm_out(work.product, left_root, work.ghat);
@@ -106,7 +114,8 @@ at::Tensor preconditioned_direction(
   }
   if (!rescale) return scale == 1.0 ? u : u.mul_(scale);
   // The scale rides on the (n, 1, 1) ratio: no pass of its own over U.
-  return scale_matrices_(u, graft_norm.mul_(scale) / (frobenius_norms(u) + 1e-16));
+  auto& ratio = work.graft_norms.mul_(scale).div_(frobenius_norms_into(work.direction_norms, u).add_(1e-16));
+  return scale_matrices_(u, ratio);
 }
 
 at::Tensor apply_momentum(const at::Tensor& direction, MomentState& state, const StepHyper& hyper) {

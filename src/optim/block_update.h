@@ -49,16 +49,22 @@ struct Workspace {
   /// and L̄ Ĝ. Undefined otherwise.
   at::Tensor ghat_operand{};
   at::Tensor product_operand{};
+  /// (n, 1, 1): ‖P_g‖_F and ‖U‖_F of each block, for the grafting's rescale (made
+  /// where undefined).
+  at::Tensor graft_norms{};
+  at::Tensor direction_norms{};
 
   /// Fresh buffers shaped like `like`.
   static Workspace like(const at::Tensor& like);
 };
 
-/// 1 − β^t per block for step counts t (n, 1, 1); ones when `enabled` is false.
-at::Tensor bias_correction(double beta, const at::Tensor& steps, bool enabled);
+/// 1 − β^t for step counts t, into `out` (shaped like `steps`; made on first use,
+/// then rewritten in place: a step allocates nothing for it); ones when `enabled`
+/// is false. Returns `out`.
+at::Tensor& bias_correction_into(at::Tensor& out, double beta, const at::Tensor& steps, bool enabled);
 
 /// `given` (a MomentState's precomputed correction) when defined, else
-/// bias_correction(beta, state.steps, enabled).
+/// 1 − β^t computed afresh from state.steps (bias_correction_into).
 at::Tensor bias_correction_of(const at::Tensor& given, double beta, const MomentState& state, bool enabled);
 
 /// L ← β L + (1 − β) G Gᵀ (left) or R ← β R + (1 − β) Gᵀ G, in place; β = 1 adds.

@@ -223,27 +223,36 @@ at::Tensor Engine::preconditioning_roots(
   return rows.take(state.root_operands.narrow(0, offset, count));
 }
 
-// Steps 5–8 of spec §4 for the chosen blocks; hands lr · P to the distributor.
-void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
-  const auto& stack = plan_.gradient_stacks[s];
-  const auto& options = context.options(stack.group);
-  auto& state = stacks_[s];
-  // The gradient is dead once Ĝ and P_g are formed: L̄ Ĝ goes into its buffer, and
-  // L̄ Ĝ R̄ into Ĝ's.
-  auto grad = gradient_blocks(context, s, rows);
+// A chunk's buffers, from block_scratch_ (kept across steps). The gradient is dead
+// once Ĝ and P_g are formed: L̄ Ĝ goes into its buffer, and L̄ Ĝ R̄ into Ĝ's.
+Workspace Engine::chunk_workspace(const at::Tensor& grad, MatmulPrecision precision) {
   Workspace work{block_scratch_.empty_like(grad), block_scratch_.empty_like(grad), grad, at::Tensor()};
   work.direction = work.ghat;
-  const auto precision = options.preconditioning_precision();
+  work.graft_norms = block_scratch_.empty({grad.size(0), 1, 1}, grad.options());
+  work.direction_norms = block_scratch_.empty({grad.size(0), 1, 1}, grad.options());
   if (precision != MatmulPrecision::FP32) {
     const auto operands = grad.options().dtype(linalg::operand_dtype(precision, grad.scalar_type()));
     work.ghat_operand = block_scratch_.empty(grad.sizes(), operands);
     work.product_operand = block_scratch_.empty(grad.sizes(), operands);
   }
+  return work;
+}
+
+// Steps 5–8 of spec §4 for the chosen blocks; hands lr · P to the distributor.
+void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
+  const auto& stack = plan_.gradient_stacks[s];
+  const auto& options = context.options(stack.group);
+  auto& state = stacks_[s];
+  auto grad = gradient_blocks(context, s, rows);
+  const auto precision = options.preconditioning_precision();
+  auto work = chunk_workspace(grad, precision);
   const auto hyper = step_hyper(options);
   auto& [grad_correction, stat_correction] = context.corrections[s];
   if (!grad_correction.defined()) {  // the stack's first chunk this step: every block's at once
-    grad_correction = bias_correction(hyper.beta_grad, state.moments.steps, hyper.bias_correction);
-    stat_correction = bias_correction(hyper.beta_graft, state.moments.steps, hyper.bias_correction);
+    grad_correction =
+        bias_correction_into(state.grad_correction, hyper.beta_grad, state.moments.steps, hyper.bias_correction);
+    stat_correction =
+        bias_correction_into(state.stat_correction, hyper.beta_graft, state.moments.steps, hyper.bias_correction);
   }
   const auto stored = moments_of(state.moments, rows);
   auto moments = widened_moments(stored, block_scratch_);

@@ -38,6 +38,10 @@ struct GradientStackState {
   /// state, not saved. Undefined within a limit: each chunk's blocks are gathered
   /// where they are used.
   at::Tensor gathered{};
+  /// 1 − β_G^t and 1 − β_g^t of every block, rewritten in place at each step (once,
+  /// before the stack's first chunk); not state, not saved.
+  at::Tensor grad_correction{};
+  at::Tensor stat_correction{};
 };
 
 class Engine {
@@ -147,6 +151,8 @@ class Engine {
   void refresh_roots(StepContext& context, size_t factor_stack);
   at::Tensor preconditioning_roots(const StepContext& context, size_t factor_stack, int64_t offset, int64_t count,
       const Rows& rows, MatmulPrecision precision);
+  /// A chunk's buffers for `grad`'s blocks, from the scratch kept across steps.
+  Workspace chunk_workspace(const at::Tensor& grad, MatmulPrecision precision);
   /// Forms lr · P of the chosen blocks and hands it to the distributor.
   void write_direction(StepContext& context, size_t stack, const Rows& rows);
   void update_adamw_segment(StepContext& context, size_t segment);
@@ -189,8 +195,15 @@ class Engine {
   at::Tensor adamw_update_;
   std::vector<int64_t> segment_offsets_;
   double overflow_limit_ = 0.0;
-  at::Tensor factor_resets_total_;            ///< () int64 over all stacks; read with the step's gradient check
-  int64_t factor_resets_reported_ = 0;        ///< how many of those a warning has announced
+  at::Tensor factor_resets_total_;      ///< () int64 over all stacks; read with the step's gradient check
+  int64_t factor_resets_reported_ = 0;  ///< how many of those a warning has announced
+  /// The gradient check's buffers, kept across steps (not state, not saved): the
+  /// per-tensor magnitudes (kernels::largest_magnitude_of_list), the decision
+  /// [largest magnitude, root failure limit exceeded, factor resets] on the
+  /// parameters' device, and its host copy.
+  at::Tensor magnitudes_;
+  at::Tensor decision_;
+  at::Tensor decision_on_host_;
   std::vector<std::string> layouts_;          ///< state_layout() of each group at construction
   std::unique_ptr<Distributor> distributor_;  ///< who computes which blocks; applies the updates
 };

@@ -68,18 +68,30 @@ std::vector<at::Tensor> Engine::checked_gradients(const StepContext& context) co
 // (non_finite_gradients) or one above overflow_limit() (always skipped: the
 // float32 statistics would overflow and no later root could be computed).
 bool Engine::gradients_usable(StepContext& context) {
-  // (No gradient elements at all: nothing to skip for; a zero stands in, on the
-  // parameters' device like the rest of the decision.)
-  const auto largest_magnitude =
-      kernels::largest_magnitude_of_list(checked_gradients(context)).to(adamw_grad_.device());
-  auto exceeded = root_failure_limit_exceeded(plan_.factor_stacks, factors_, *context.groups);
-  if (!exceeded.defined()) exceeded = at::zeros({}, largest_magnitude.options());
-  const auto decided = distributor_->maximum_over_ranks(at::stack({largest_magnitude, exceeded}));
-  const auto host = at::cat({decided, factor_resets_total_.to(at::kFloat).view({1})}).cpu();
+  // Into buffers kept across steps: [largest magnitude, limit exceeded, resets] on
+  // the parameters' device, and its host copy (no allocation in a step).
+  if (!decision_.defined()) {
+    decision_ = at::zeros({3}, adamw_grad_.options().dtype(at::kFloat));
+    decision_on_host_ = at::zeros({3}, at::TensorOptions().dtype(at::kFloat));
+  }
+  // (No gradient elements at all: nothing to skip for; a zero stands in.)
+  decision_.select(0, 0).copy_(kernels::largest_magnitude_of_list(checked_gradients(context), magnitudes_));
+  const auto exceeded = root_failure_limit_exceeded(plan_.factor_stacks, factors_, *context.groups);
+  if (exceeded.defined()) {
+    decision_.select(0, 1).copy_(exceeded);
+  } else {
+    decision_.select(0, 1).zero_();
+  }
+  decision_.select(0, 2).copy_(factor_resets_total_);
+  auto agreed = decision_.narrow(0, 0, 2);
+  const auto decided = distributor_->maximum_over_ranks(agreed);
+  if (!decided.is_same(agreed)) agreed.copy_(decided);
+  decision_on_host_.copy_(decision_);
+  const auto* host = decision_on_host_.data_ptr<float>();
   // Before anything of this step changes: the failures of earlier steps.
-  if (host[1].item<double>() > 0.0) raise_root_failure_limit(plan_.factor_stacks, factors_, *context.groups);
-  const double largest = host[0].item<double>();
-  const auto resets = static_cast<int64_t>(host[2].item<double>());
+  if (host[1] > 0.0f) raise_root_failure_limit(plan_.factor_stacks, factors_, *context.groups);
+  const double largest = host[0];
+  const auto resets = static_cast<int64_t>(host[2]);
   if (resets > factor_resets_reported_) {
     TORCH_WARN("dash::Dash: ", resets - factor_resets_reported_,
         " factor(s) had overflowed, or were about to (entries above FLT_MAX/(16 b)), and were restarted from zero "

@@ -107,7 +107,10 @@ int64_t bytes_of(const at::Tensor& tensor) { return tensor.defined() ? static_ca
 
 int64_t Engine::workspace_bytes() const {
   int64_t bytes = unchunked_workspace_bytes() + root_workspace_.bytes() + block_scratch_.bytes();
-  for (const auto& stack : stacks_) bytes += bytes_of(stack.gathered);
+  bytes += bytes_of(magnitudes_) + bytes_of(decision_) + bytes_of(decision_on_host_);
+  for (const auto& stack : stacks_) {
+    bytes += bytes_of(stack.gathered) + bytes_of(stack.grad_correction) + bytes_of(stack.stat_correction);
+  }
   for (const auto& factor : factors_) bytes += bytes_of(factor.root_operands);
   return bytes;
 }
@@ -115,7 +118,10 @@ int64_t Engine::workspace_bytes() const {
 int64_t Engine::unchunked_workspace_bytes() const {
   int64_t bytes = bytes_of(adamw_grad_) + bytes_of(adamw_update_);
   if (distributor_) bytes += distributor_->workspace_bytes();
-  for (const auto& segment : segments_) bytes += bytes_of(segment.work.ghat) + bytes_of(segment.work.graft);
+  for (const auto& segment : segments_) {
+    bytes += bytes_of(segment.work.ghat) + bytes_of(segment.work.graft) + bytes_of(segment.grad_correction) +
+             bytes_of(segment.stat_correction);
+  }
   return bytes;
 }
 

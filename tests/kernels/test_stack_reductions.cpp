@@ -14,6 +14,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -119,6 +120,40 @@ TEST(StackReductions, LargestMagnitudeIsTheLargestAbsoluteEntryAndNaNForANaN) {
 
 // A stack whose rows are not contiguous (a transposed view) takes the ATen
 // expressions, on a CPU too: the path GPUs take, against the loops, bit for bit.
+// The step's gradient check: one float32 maximum over tensors of every kind (the
+// CPU loops' float32 and float64 stacks, views with gaps, bfloat16 and 4-d tensors
+// through the ∞-norm), against max |x| in float64; into a buffer the caller keeps.
+TEST(StackReductions, LargestMagnitudeOfAListIsTheLargestOverAllOfThem) {
+  const auto f = at::TensorOptions().dtype(at::kFloat);
+  std::vector<at::Tensor> tensors = {at::randn({5, 7}, f), at::randn({3, 4, 6}, f).mul_(3),
+      at::randn({9, 8}, f.dtype(at::kDouble)).narrow(1, 2, 5), at::randn({40}, f.dtype(at::kBFloat16)).mul_(2),
+      at::randn({2, 3, 4, 5}, f).transpose(1, 3), at::empty({0, 3}, f)};
+  double expected = 0.0;
+  for (const auto& t : tensors) {
+    if (t.numel() > 0) expected = std::max(expected, t.to(at::kDouble).abs().max().item<double>());
+  }
+  at::Tensor buffer;
+  const auto first = largest_magnitude_of_list(tensors, buffer);
+  EXPECT_EQ(first.dim(), 0);
+  EXPECT_EQ(first.scalar_type(), at::kFloat);
+  EXPECT_EQ(first.item<float>(), static_cast<float>(expected));
+  // Kept: the second call writes into the same memory.
+  const auto* memory = buffer.data_ptr();
+  tensors[3].mul_(10);  // the bfloat16 tensor now holds the largest entry
+  const auto second = largest_magnitude_of_list(tensors, buffer);
+  EXPECT_EQ(buffer.data_ptr(), memory);
+  EXPECT_EQ(second.item<float>(), tensors[3].to(at::kDouble).abs().max().item<float>());
+
+  // Beyond float32's range: Inf, as a conversion gives; NaN anywhere: NaN; none: 0.
+  EXPECT_TRUE(
+      std::isinf(largest_magnitude_of_list({at::full({2, 2}, 1e39, f.dtype(at::kDouble))}, buffer).item<float>()));
+  auto with_nan = at::randn({4, 4}, f.dtype(at::kBFloat16));
+  with_nan[2][1] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(std::isnan(largest_magnitude_of_list({at::randn({3, 3}, f), with_nan}, buffer).item<float>()));
+  EXPECT_EQ(largest_magnitude_of_list({}, buffer).item<float>(), 0.0f);
+  EXPECT_EQ(largest_magnitude_of_list({at::empty({0}, f)}, buffer).item<float>(), 0.0f);
+}
+
 TEST(StackReductions, AtenPathAndCpuLoopsAgreeBitForBit) {
   for (auto dtype : {at::kFloat, at::kDouble}) {
     const auto stack = awkward_stack(27, 33, dtype);

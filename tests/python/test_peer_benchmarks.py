@@ -1,8 +1,8 @@
-"""bench/peer_step.py (dash against Distributed Shampoo) on a CPU with tiny shapes: the
-timed steps and their root steps, and Distributed Shampoo configured like dash under
-both of its APIs. Distributed Shampoo itself is not installed here: a stand-in package
-records what the script asks of it (the real one ran in docs/experiments/
-2026-12-06-distributed-shampoo-cpu.md)."""
+"""bench/peer_step.py and bench/peer_quality.py (dash against Distributed Shampoo) on a
+CPU with tiny shapes: the timed steps and their root steps, Distributed Shampoo
+configured like dash under both of its APIs, and the quality table. Distributed
+Shampoo itself is not installed here: a stand-in package records what the scripts ask
+of it (the real one ran in docs/experiments/2026-12-06-distributed-shampoo-cpu.md)."""
 
 import json
 import subprocess
@@ -14,6 +14,7 @@ import pytest
 from conftest import ROOT
 
 SCRIPT = ROOT / "bench" / "peer_step.py"
+QUALITY = ROOT / "bench" / "peer_quality.py"
 
 
 def run_script(tmp_path, *arguments):
@@ -43,7 +44,7 @@ STAND_IN = textwrap.dedent("""
         def __init__(self, params, lr, **options):
             super().__init__(params, lr=lr)
             config = options["preconditioner_config"].fields
-            recorded = dict(options, grafting_config=options["grafting_config"].fields,
+            recorded = dict(options, lr=lr, grafting_config=options["grafting_config"].fields,
                             preconditioner_config=dict(config, amortized_computation_config=type(
                                 config["amortized_computation_config"]).__name__))
             with open(os.environ["RECORD"], "a") as out:
@@ -51,8 +52,8 @@ STAND_IN = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("api", ["old", "new"])
-def test_distributed_shampoo_is_configured_like_dash(tmp_path, monkeypatch, api):
+def stand_in_checkout(tmp_path, monkeypatch, api):
+    """A checkout path whose distributed_shampoo is the stand-in; its records' file."""
     names = ({"grafting": "AdamGraftingConfig", "shampoo": "ShampooPreconditionerConfig"} if api == "old" else
              {"grafting": "AdamPreconditionerConfig", "shampoo": "RootInvShampooPreconditionerConfig"})
     package = tmp_path / "checkout" / "distributed_shampoo"
@@ -60,7 +61,13 @@ def test_distributed_shampoo_is_configured_like_dash(tmp_path, monkeypatch, api)
     (package / "__init__.py").write_text(STAND_IN.format(**names))
     record = tmp_path / "record.jsonl"
     monkeypatch.setenv("RECORD", str(record))
-    report, stdout = run_script(tmp_path, "--frequencies", "3", "--ds-path", str(tmp_path / "checkout"),
+    return tmp_path / "checkout", record
+
+
+@pytest.mark.parametrize("api", ["old", "new"])
+def test_distributed_shampoo_is_configured_like_dash(tmp_path, monkeypatch, api):
+    checkout, record = stand_in_checkout(tmp_path, monkeypatch, api)
+    report, stdout = run_script(tmp_path, "--frequencies", "3", "--ds-path", str(checkout),
                                 "--configs", "ds-eigh-fp32,ds-cn-fp32,dash-evd")
     eigh, newton = [json.loads(line) for line in record.read_text().splitlines()]
     for options, root in ((eigh, "EigenConfig"), (newton, "CoupledNewtonConfig")):
@@ -113,3 +120,30 @@ def test_an_unknown_configuration_is_refused(tmp_path):
     result = subprocess.run([sys.executable, str(SCRIPT), "--device", "cpu", "--configs", "dash-fast"],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "unknown configuration(s) dash-fast" in result.stderr
+
+
+def test_quality_table_pairs_each_optimizer_with_distributed_shampoo(tmp_path, monkeypatch):
+    checkout, record = stand_in_checkout(tmp_path, monkeypatch, "new")
+    text = tmp_path / "text.txt"
+    text.write_text("The quick brown fox jumps over the lazy dog. " * 200)
+    out = tmp_path / "quality.json"
+    result = subprocess.run(
+        [sys.executable, str(QUALITY), "--ds-path", str(checkout), "--optimizers", "adamw,dash-ndb,ds-eigh,dash-fast",
+         "--seeds", "1,2", "--json", str(out), "--steps", "12", "--dim", "16", "--layers", "1", "--heads", "2",
+         "--seq-len", "16", "--batch-size", "2", "--data", str(text), "--log-every", "100"],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "left out dash-fast" in result.stdout
+    # Distributed Shampoo at the example's B = 128 and f = 10, with the example's learning rate
+    options = json.loads(record.read_text().splitlines()[0])
+    assert options["max_preconditioner_dim"] == 128 and options["precondition_frequency"] == 10
+    assert options["lr"] == 3e-3
+    results = json.loads(out.read_text())["results"]
+    assert list(results) == ["adamw", "dash-ndb", "ds-eigh"]
+    for runs in results.values():
+        assert [run["seed"] for run in runs] == [1, 2]
+    dash_losses = [run["validation_loss"] for run in results["dash-ndb"]]
+    ds_losses = [run["validation_loss"] for run in results["ds-eigh"]]
+    line = next(line for line in result.stdout.splitlines() if line.startswith("dash-ndb "))
+    paired = [a - b for a, b in zip(dash_losses, ds_losses)]
+    assert f"minus ds-eigh, paired: {sum(paired) / 2:+.4f}" in line

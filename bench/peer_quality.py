@@ -1,0 +1,85 @@
+"""Training quality: the example GPT (examples/train_gpt.py) trained with AdamW, dash and
+Meta's Distributed Shampoo, the same model, data, seeds and schedule, one after the other.
+
+dash runs as the example configures it (NDB with power-iteration scaling, B = 128,
+f = 10) and with EVD; Distributed Shampoo with eigh (its default) and the same B, f, betas,
+root ε and Adam grafting, its 1-D parameters on the grafting step alone as dash's are on
+AdamW (bench/peer_step.py builds it). Prints each run's validation loss, the mean and
+standard deviation over the seeds, each optimizer's paired difference from Distributed
+Shampoo seed by seed, and the mean optimizer ms per step.
+
+    python3 bench/peer_quality.py --ds-path build/peers/optimizers --seeds 1,2,3 --steps 300
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+
+import dash
+from peer_step import distributed_shampoo_maker, ds_version_of, import_distributed_shampoo
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+import train_gpt  # noqa: E402  (the example, from its folder)
+
+
+def optimizer_makers(lr, ds_classes):
+    makers = {
+        "adamw": lambda model: train_gpt.make_optimizer("adamw", model, lr),
+        "dash-ndb": lambda model: train_gpt.make_optimizer("dash", model, lr),
+        "dash-evd": lambda model: dash.Dash(model.parameters(), lr=lr, block_size=128, root_method="evd",
+                                            root_frequency=10, start_step=10),
+    }
+    if ds_classes is not None:
+        for root in ("eigh", "coupled-newton"):
+            make = distributed_shampoo_maker(ds_classes, root, 10, 128, lr)
+            makers["ds-" + root] = (lambda build: lambda model: build(model.parameters()))(make)
+    return makers
+
+
+def summary_lines(results, reference):
+    lines = []
+    for name, runs in results.items():
+        losses = [run["validation_loss"] for run in runs]
+        spread = statistics.stdev(losses) if len(losses) > 1 else 0.0
+        line = (f"{name:16s} validation {statistics.fmean(losses):.4f} ± {spread:.4f}  "
+                f"({', '.join(f'{x:.4f}' for x in losses)})  optimizer "
+                f"{statistics.fmean(run['optimizer_ms'] for run in runs):7.1f} ms/step")
+        if reference in results and name != reference:
+            paired = [a["validation_loss"] - b["validation_loss"] for a, b in zip(runs, results[reference])]
+            line += f"  minus {reference}, paired: {statistics.fmean(paired):+.4f} ({', '.join(f'{x:+.4f}' for x in paired)})"
+        lines.append(line)
+    return lines
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ds-path", default="", help="a checkout of facebookresearch/optimizers")
+    parser.add_argument("--optimizers", default="adamw,dash-ndb,dash-evd,ds-eigh,ds-coupled-newton")
+    parser.add_argument("--seeds", default="1,2,3")
+    parser.add_argument("--json", default="")
+    args, rest = parser.parse_known_args()
+    model_args = train_gpt.parse_args(rest)  # --steps, --data, --dim, ... as the example takes them
+    ds_classes = import_distributed_shampoo(args.ds_path) if args.ds_path else None
+    makers = optimizer_makers(model_args.lr, ds_classes)
+    names = [name for name in args.optimizers.split(",") if name in makers]
+    left_out = [name for name in args.optimizers.split(",") if name not in makers]
+    if left_out:
+        print(f"peer_quality: left out {', '.join(left_out)} (Distributed Shampoo's need --ds-path)", flush=True)
+    corpus = train_gpt.load_corpus(model_args.data)
+    results = {name: [] for name in names}
+    for seed in (int(s) for s in args.seeds.split(",")):
+        for name in names:
+            model_args.seed, model_args.optimizer = seed, name
+            loss, optimizer_ms = train_gpt.train(model_args, makers[name], corpus)
+            results[name].append({"seed": seed, "validation_loss": loss, "optimizer_ms": optimizer_ms})
+    print(f"\n{model_args.steps} steps, seeds {args.seeds}, Distributed Shampoo "
+          f"{ds_version_of(args.ds_path) if args.ds_path else 'absent'}")
+    print("\n".join(summary_lines(results, "ds-eigh")))
+    if args.json:
+        with open(args.json, "w") as out:
+            json.dump({"steps": model_args.steps, "results": results}, out, indent=1)
+
+
+if __name__ == "__main__":
+    main()
