@@ -19,8 +19,9 @@
 // operator's `.Scalar` overload (t.mul_(0.9) wraps 0.9 into a 0-dim CPU tensor, and
 // may convert it): allocations of at most 8 bytes inside such an operator. On CUDA
 // they are host tensors that the caching allocator never sees, so without them a CPU
-// count stands for a CUDA one. (A real 0-dim result of a `.Scalar` operator, such as
-// `x.mul(2.0)` for a 0-dim x, falls under this rule too.)
+// count stands for a CUDA one. (On a CPU a real 0-dim result of a `.Scalar`
+// operator, such as `x.mul(2.0)` for a 0-dim x, falls under this rule too; on CUDA
+// nothing does.)
 //
 // A reporter made for one device type counts only that device's allocations (others
 // in `other_device`): on CUDA, what the caching allocator hands out.
@@ -100,7 +101,7 @@ class AllocationReporter : public c10::MemoryReportingInfoBase {
       ++in_matmul;
       return;
     }
-    if (scalar_operator_depth() > 0 && size <= 8) {
+    if (device.is_cpu() && scalar_operator_depth() > 0 && size <= 8) {
       ++wrapped_scalars;
       return;
     }
