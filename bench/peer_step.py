@@ -15,7 +15,9 @@ Shampoo's start_preconditioning_step are f). Per configuration:
   - the ratio of Distributed Shampoo's mean step (eigh, coupled Newton) to this one's,
     measured in the same run, and the paper's numbers for the row where it has one.
 `--rounds R` repeats the list, its order reversed every other round (the CPU's noise),
-and reports each round.
+and reports each round. A configuration whose step raises (a peer's root solver giving
+up, memory running out) is reported as failed, with the error, and the others go on;
+the exit status is non-zero only where one of dash's failed.
 
 Distributed Shampoo is not part of dash: `--ds-path` names a checkout of
 github.com/facebookresearch/optimizers (the folder holding `distributed_shampoo/`).
@@ -27,6 +29,7 @@ configurations run, and the ratios are left out.
         --frequencies 10,1 --tf32 1 --ds-path build/peers/optimizers --json out.json
 """
 import argparse
+import gc
 import os
 import statistics
 import subprocess
@@ -203,6 +206,9 @@ def print_table(frequency, rows, paper_device):
     print(f"{'configuration':20s} {'mean':>9} {'non-root':>9} {'root':>9} {'peak MB':>8} {'kept MB':>8} "
           f"{'x DS eigh':>9} {'x DS CN':>8}  paper ({paper_device}): DS / DASH ms")
     for name, row in rows.items():
+        if "failed" in row:
+            print(f"{name:20s} failed: {row['failed']}", flush=True)
+            continue
         ratios = [f"{row['ratios'][ds]:8.2f}x" if ds in row.get("ratios", {}) else f"{'-':>9}"
                   for ds in DS_CONFIGS]
         paper = PAPER_MS.get((name, frequency))
@@ -215,8 +221,23 @@ def print_table(frequency, rows, paper_device):
 
 
 def add_ratios(rows):
-    for row in rows.values():
-        row["ratios"] = {ds: rows[ds]["mean_ms"] / row["mean_ms"] for ds in DS_CONFIGS if ds in rows}
+    timed = {name: row for name, row in rows.items() if "failed" not in row}
+    for row in timed.values():
+        row["ratios"] = {ds: timed[ds]["mean_ms"] / row["mean_ms"] for ds in DS_CONFIGS if ds in timed}
+
+
+def measure_or_record_failure(name, frequency, *arguments):
+    """A configuration's row, or {"failed": why} where its step raised (a peer's root
+    solver giving up, memory running out): the others still run."""
+    try:
+        return summarise(measure(*arguments))
+    except Exception as error:  # noqa: BLE001  (whatever the optimizer raises is the finding)
+        why = f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
+        print(f"peer_step: {name} at f = {frequency} failed: {why}", flush=True)
+        gc.collect()  # the traceback held the optimizer and its parameters
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+        return {"failed": why}
 
 
 def parse_args():
@@ -277,13 +298,19 @@ def main():
             for name in order:
                 make = (distributed_shampoo_maker(ds_classes, DS_CONFIGS[name], frequency, args.block)
                         if name in DS_CONFIGS else dash_maker(DASH_CONFIGS[name], frequency, args.block))
-                rows[name] = summarise(measure(make, shapes, device, frequency, args.warmup_periods, clock))
+                rows[name] = measure_or_record_failure(name, frequency, make, shapes, device, frequency,
+                                                       args.warmup_periods, clock)
             rows = {name: rows[name] for name in args.configs}
             add_ratios(rows)
             print_table(frequency, rows, "8 H100s, all 16 layers")
             tables[str(frequency)] = rows
         report["rounds"].append(tables)
         write_json(args.json, report)
+    # A peer's failure is a result; dash's is an error.
+    failed = sorted({name for tables in report["rounds"] for rows in tables.values() for name, row in rows.items()
+                     if "failed" in row and name in DASH_CONFIGS})
+    if failed:
+        sys.exit(f"peer_step: dash configuration(s) failed: {', '.join(failed)}")
 
 
 def ds_version_of(path):

@@ -49,6 +49,13 @@ STAND_IN = textwrap.dedent("""
                                 config["amortized_computation_config"]).__name__))
             with open(os.environ["RECORD"], "a") as out:
                 out.write(json.dumps(recorded, default=str) + "\\n")
+            self.gives_up = (os.environ.get("NEWTON_GIVES_UP") == "1" and
+                             isinstance(config["amortized_computation_config"], CoupledNewtonConfig))
+
+        def step(self, closure=None):
+            if self.gives_up:
+                raise ValueError("Encountered nan or inf values in inverse factor matrix 0.block_0.0!")
+            return super().step(closure)
 """)
 
 
@@ -84,6 +91,18 @@ def test_distributed_shampoo_is_configured_like_dash(tmp_path, monkeypatch, api)
         assert row["ratios"]["ds-eigh-fp32"] == pytest.approx(rows["ds-eigh-fp32"]["mean_ms"] / row["mean_ms"])
         assert row["ratios"]["ds-cn-fp32"] == pytest.approx(rows["ds-cn-fp32"]["mean_ms"] / row["mean_ms"])
     assert "x DS eigh" in stdout
+
+
+def test_a_peer_that_raises_is_reported_and_the_others_run(tmp_path, monkeypatch):
+    checkout, _ = stand_in_checkout(tmp_path, monkeypatch, "old")
+    monkeypatch.setenv("NEWTON_GIVES_UP", "1")
+    report, stdout = run_script(tmp_path, "--frequencies", "2", "--ds-path", str(checkout),
+                                "--configs", "ds-eigh-fp32,ds-cn-fp32,dash-evd")
+    rows = report["rounds"][0]["2"]
+    assert rows["ds-cn-fp32"] == {"failed": "ValueError: Encountered nan or inf values in inverse factor matrix "
+                                            "0.block_0.0!"}
+    assert "ds-cn-fp32 at f = 2 failed: ValueError" in stdout
+    assert set(rows["dash-evd"]["ratios"]) == {"ds-eigh-fp32"}
 
 
 def test_timed_steps_and_root_steps(tmp_path):
