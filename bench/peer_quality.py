@@ -6,7 +6,8 @@ f = 10) and with EVD; Distributed Shampoo with eigh (its default) and the same B
 root ε and Adam grafting, its 1-D parameters on the grafting step alone as dash's are on
 AdamW (bench/peer_step.py builds it). Prints each run's validation loss, the mean and
 standard deviation over the seeds, each optimizer's paired difference from Distributed
-Shampoo seed by seed, and the mean optimizer ms per step.
+Shampoo seed by seed, and the mean optimizer ms per step. A run whose optimizer raises is
+reported as failed, with the error, and the others go on.
 
     python3 bench/peer_quality.py --ds-path build/peers/optimizers --seeds 1,2,3 --steps 300
 """
@@ -40,16 +41,36 @@ def optimizer_makers(lr, ds_classes):
 def summary_lines(results, reference):
     lines = []
     for name, runs in results.items():
-        losses = [run["validation_loss"] for run in runs]
-        spread = statistics.stdev(losses) if len(losses) > 1 else 0.0
-        line = (f"{name:16s} validation {statistics.fmean(losses):.4f} ± {spread:.4f}  "
-                f"({', '.join(f'{x:.4f}' for x in losses)})  optimizer "
-                f"{statistics.fmean(run['optimizer_ms'] for run in runs):7.1f} ms/step")
-        if reference in results and name != reference:
-            paired = [a["validation_loss"] - b["validation_loss"] for a, b in zip(runs, results[reference])]
+        done = [run for run in runs if "failed" not in run]
+        failed = [run for run in runs if "failed" in run]
+        line = f"{name:16s} "
+        if done:
+            losses = [run["validation_loss"] for run in done]
+            spread = statistics.stdev(losses) if len(losses) > 1 else 0.0
+            line += (f"validation {statistics.fmean(losses):.4f} ± {spread:.4f}  "
+                     f"({', '.join(f'{x:.4f}' for x in losses)})  optimizer "
+                     f"{statistics.fmean(run['optimizer_ms'] for run in done):7.1f} ms/step")
+        if failed:
+            line += f"  failed at seed(s) {', '.join(str(run['seed']) for run in failed)}: {failed[0]['failed']}"
+        # Paired by seed, over the seeds where both trained to the end.
+        pairs = [(a, b) for a, b in zip(runs, results.get(reference, [])) if "failed" not in a and "failed" not in b]
+        if pairs and name != reference:
+            paired = [a["validation_loss"] - b["validation_loss"] for a, b in pairs]
             line += f"  minus {reference}, paired: {statistics.fmean(paired):+.4f} ({', '.join(f'{x:+.4f}' for x in paired)})"
         lines.append(line)
     return lines
+
+
+def train_or_record_failure(model_args, make, corpus):
+    """One run's result, or {"failed": why} where the optimizer raised (Distributed
+    Shampoo's coupled Newton gives up on some factors): the other runs go on."""
+    try:
+        loss, optimizer_ms = train_gpt.train(model_args, make, corpus)
+        return {"seed": model_args.seed, "validation_loss": loss, "optimizer_ms": optimizer_ms}
+    except Exception as error:  # noqa: BLE001  (whatever the optimizer raises is the finding)
+        why = f"{type(error).__name__}: {str(error).splitlines()[0][:160] if str(error) else ''}"
+        print(f"peer_quality: {model_args.optimizer}, seed {model_args.seed}, failed: {why}", flush=True)
+        return {"seed": model_args.seed, "failed": why}
 
 
 def main():
@@ -65,20 +86,24 @@ def main():
     names = [name for name in args.optimizers.split(",") if name in makers]
     left_out = [name for name in args.optimizers.split(",") if name not in makers]
     if left_out:
-        print(f"peer_quality: left out {', '.join(left_out)} (Distributed Shampoo's need --ds-path)", flush=True)
+        print(f"peer_quality: left out {', '.join(left_out)} (unknown, or Distributed Shampoo's without --ds-path)",
+              flush=True)
     corpus = train_gpt.load_corpus(model_args.data)
     results = {name: [] for name in names}
     for seed in (int(s) for s in args.seeds.split(",")):
         for name in names:
             model_args.seed, model_args.optimizer = seed, name
-            loss, optimizer_ms = train_gpt.train(model_args, makers[name], corpus)
-            results[name].append({"seed": seed, "validation_loss": loss, "optimizer_ms": optimizer_ms})
+            results[name].append(train_or_record_failure(model_args, makers[name], corpus))
     print(f"\n{model_args.steps} steps, seeds {args.seeds}, Distributed Shampoo "
           f"{ds_version_of(args.ds_path) if args.ds_path else 'absent'}")
     print("\n".join(summary_lines(results, "ds-eigh")))
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"steps": model_args.steps, "results": results}, out, indent=1)
+    # A peer's failure is a result; dash's is an error.
+    failed = [name for name, runs in results.items() if name.startswith("dash") and any("failed" in r for r in runs)]
+    if failed:
+        sys.exit(f"peer_quality: dash run(s) failed: {', '.join(failed)}")
 
 
 if __name__ == "__main__":

@@ -143,11 +143,13 @@ def test_an_unknown_configuration_is_refused(tmp_path):
 
 def test_quality_table_pairs_each_optimizer_with_distributed_shampoo(tmp_path, monkeypatch):
     checkout, record = stand_in_checkout(tmp_path, monkeypatch, "new")
+    monkeypatch.setenv("NEWTON_GIVES_UP", "1")
     text = tmp_path / "text.txt"
     text.write_text("The quick brown fox jumps over the lazy dog. " * 200)
     out = tmp_path / "quality.json"
     result = subprocess.run(
-        [sys.executable, str(QUALITY), "--ds-path", str(checkout), "--optimizers", "adamw,dash-ndb,ds-eigh,dash-fast",
+        [sys.executable, str(QUALITY), "--ds-path", str(checkout),
+         "--optimizers", "adamw,dash-ndb,ds-eigh,ds-coupled-newton,dash-fast",
          "--seeds", "1,2", "--json", str(out), "--steps", "12", "--dim", "16", "--layers", "1", "--heads", "2",
          "--seq-len", "16", "--batch-size", "2", "--data", str(text), "--log-every", "100"],
         capture_output=True, text=True, timeout=300)
@@ -158,9 +160,12 @@ def test_quality_table_pairs_each_optimizer_with_distributed_shampoo(tmp_path, m
     assert options["max_preconditioner_dim"] == 128 and options["precondition_frequency"] == 10
     assert options["lr"] == 3e-3
     results = json.loads(out.read_text())["results"]
-    assert list(results) == ["adamw", "dash-ndb", "ds-eigh"]
+    assert list(results) == ["adamw", "dash-ndb", "ds-eigh", "ds-coupled-newton"]
     for runs in results.values():
         assert [run["seed"] for run in runs] == [1, 2]
+    assert all(run["failed"].startswith("ValueError: Encountered nan") for run in results["ds-coupled-newton"])
+    line = next(line for line in result.stdout.splitlines() if line.startswith("ds-coupled-newton "))
+    assert "failed at seed(s) 1, 2: ValueError" in line
     dash_losses = [run["validation_loss"] for run in results["dash-ndb"]]
     ds_losses = [run["validation_loss"] for run in results["ds-eigh"]]
     line = next(line for line in result.stdout.splitlines() if line.startswith("dash-ndb "))
