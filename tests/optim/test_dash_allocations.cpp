@@ -116,16 +116,15 @@ INSTANTIATE_TEST_SUITE_P(IterativeMethods, StepAllocationsTest,
 // grafting Adam with bias correction, a vector on AdamW; each method's roots.
 class NonRootStepTest : public ::testing::TestWithParam<std::tuple<RootMethod, c10::DeviceType>> {};
 
-TEST_P(NonRootStepTest, AllocatesNothingOnItsDevice) {
-  const auto [method, device_type] = GetParam();
-  if (device_type == c10::DeviceType::CUDA && !at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
-  const at::TensorOptions on(device_type);
+// Steps a fresh optimizer with `options` (block size 16, roots at steps 2, 6, 10)
+// over three matrices and a vector, and expects no allocation on the device in the
+// non-root steps from step 4 on.
+void expect_allocation_free_non_root_steps(DashOptions options, c10::DeviceType device_type) {
   std::vector<at::Tensor> params;
   for (const auto& shape : std::vector<std::vector<int64_t>>{{64, 48}, {40, 37}, {32}, {48}}) {
-    params.push_back(at::randn(shape, on).set_requires_grad(true));
+    params.push_back(at::randn(shape, at::TensorOptions(device_type)).set_requires_grad(true));
   }
-  Dash optimizer(params,
-      DashOptions(1e-3).block_size(16).start_step(2).root_frequency(4).root(dash::testing::solver_options(method)));
+  Dash optimizer(params, options.block_size(16).start_step(2).root_frequency(4));
   for (int64_t step = 1; step <= 11; ++step) {
     for (auto& p : params) p.mutable_grad() = at::randn_like(p);
     CountAllocations counter(1, device_type);
@@ -134,6 +133,35 @@ TEST_P(NonRootStepTest, AllocatesNothingOnItsDevice) {
     if (step >= 4 && !root_step) {
       EXPECT_EQ(counter.reporter().count, 0) << "step " << step << " allocated, by site:\n"
                                              << counter.reporter().sites();
+    }
+  }
+}
+
+TEST_P(NonRootStepTest, AllocatesNothingOnItsDevice) {
+  const auto [method, device_type] = GetParam();
+  if (device_type == c10::DeviceType::CUDA && !at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
+  expect_allocation_free_non_root_steps(DashOptions(1e-3).root(dash::testing::solver_options(method)), device_type);
+}
+
+// The same for the options that take other paths through the step: chunks within a
+// workspace limit, bf16 preconditioning, momentum, weight decay, bf16 state, one
+// block at a time, and grafting without a statistic.
+TEST(NonRootStep, OtherPathsAllocateNothingEither) {
+  const std::vector<std::pair<std::string, DashOptions>> variants = {
+      {"workspace limit", DashOptions(1e-3).workspace_limit(1)},
+      {"bf16 preconditioning", DashOptions(1e-3).preconditioning_precision(MatmulPrecision::BF16)},
+      {"Nesterov momentum", DashOptions(1e-3).momentum(0.9).nesterov(true)},
+      {"weight decay", DashOptions(1e-3).weight_decay(0.1)},
+      {"bf16 roots and moments",
+          DashOptions(1e-3).root_precision(MatmulPrecision::BF16).moment_precision(MatmulPrecision::BF16)},
+      {"sequential", DashOptions(1e-3).execution(Execution::Sequential)},
+      {"SGD grafting", DashOptions(1e-3).grafting(GraftingType::SGD)},
+  };
+  for (const auto& device_type : {c10::DeviceType::CPU, c10::DeviceType::CUDA}) {
+    if (device_type == c10::DeviceType::CUDA && !at::hasCUDA()) continue;
+    for (const auto& [name, options] : variants) {
+      SCOPED_TRACE(name + (device_type == c10::DeviceType::CUDA ? " on CUDA" : " on the CPU"));
+      expect_allocation_free_non_root_steps(options, device_type);
     }
   }
 }
