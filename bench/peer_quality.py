@@ -74,7 +74,9 @@ def train_or_record_failure(model_args, make, corpus):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    # No abbreviations: the example's own options (--seed, --optimizer) pass through.
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
+                                     allow_abbrev=False)
     parser.add_argument("--ds-path", default="", help="a checkout of facebookresearch/optimizers")
     parser.add_argument("--optimizers", default="adamw,dash-ndb,dash-evd,ds-eigh,ds-coupled-newton")
     parser.add_argument("--seeds", default="1,2,3")

@@ -233,11 +233,11 @@ def measure_or_record_failure(name, frequency, *arguments):
         return summarise(measure(*arguments))
     except Exception as error:  # noqa: BLE001  (whatever the optimizer raises is the finding)
         why = f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
-        print(f"peer_step: {name} at f = {frequency} failed: {why}", flush=True)
-        gc.collect()  # the traceback held the optimizer and its parameters
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        return {"failed": why}
+    print(f"peer_step: {name} at f = {frequency} failed: {why}", flush=True)
+    gc.collect()  # the traceback, gone now, held the optimizer and its parameters
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return {"failed": why}
 
 
 def parse_args():
@@ -261,7 +261,10 @@ def parse_args():
     unknown = [name for name in args.configs if name not in DS_CONFIGS and name not in DASH_CONFIGS]
     if unknown:
         parser.error(f"unknown configuration(s) {', '.join(unknown)}; valid: {', '.join([*DS_CONFIGS, *DASH_CONFIGS])}")
-    args.frequencies = [int(f) for f in args.frequencies.split(",")]
+    try:
+        args.frequencies = [int(f) for f in args.frequencies.split(",")]
+    except ValueError:
+        parser.error(f"--frequencies takes integers separated by commas, got {args.frequencies!r}")
     if any(f < 1 for f in args.frequencies):
         parser.error("--frequencies must be >= 1")
     return args

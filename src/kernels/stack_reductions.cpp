@@ -324,13 +324,21 @@ at::Tensor largest_magnitude_of_list(const std::vector<at::Tensor>& tensors, at:
   if (!buffer.defined() || buffer.numel() < needed || buffer.device() != device || buffer.scalar_type() != at::kFloat) {
     buffer = at::empty({needed}, at::TensorOptions().dtype(at::kFloat).device(device));
   }
-  // Slot 0 takes the result; each magnitude a slot after it. Out-variants: no
-  // allocation of dash's own (the CPU loops' values are CPU tensors' only).
+  // Slot 0 takes the result; each magnitude a slot after it. A float32 tensor's (and
+  // on CUDA a 16-bit one's, which its reduction reads as float32 without a copy) goes
+  // straight into its slot: no allocation. Any other's is taken in its own dtype
+  // (ATen refuses to narrow float64, and on a CPU would copy a 16-bit tensor to
+  // float32 first), a 0-d tensor, then rounded into the slot as a conversion rounds.
+  constexpr double kInfinityNorm = std::numeric_limits<double>::infinity();
   int64_t filled = 1;
   for (const auto& tensor : others) {
     auto slot = buffer.select(0, filled++);
-    at::linalg_vector_norm_out(
-        slot, tensor, std::numeric_limits<double>::infinity(), at::OptionalIntArrayRef{}, false, at::kFloat);
+    const auto dtype = tensor.scalar_type();
+    if (dtype == at::kFloat || (tensor.is_cuda() && (dtype == at::kHalf || dtype == at::kBFloat16))) {
+      at::linalg_vector_norm_out(slot, tensor, kInfinityNorm, at::OptionalIntArrayRef{}, false, at::kFloat);
+    } else {
+      slot.copy_(at::linalg_vector_norm(tensor, kInfinityNorm));
+    }
   }
   auto cpu_value = [&](double value) {
     // In float32, as a conversion rounds it: beyond its range, Inf (NaN stays NaN).

@@ -118,8 +118,6 @@ TEST(StackReductions, LargestMagnitudeIsTheLargestAbsoluteEntryAndNaNForANaN) {
   EXPECT_TRUE(same(kernels::largest_magnitude(large), reference_magnitude(large)));
 }
 
-// A stack whose rows are not contiguous (a transposed view) takes the ATen
-// expressions, on a CPU too: the path GPUs take, against the loops, bit for bit.
 // The step's gradient check: one float32 maximum over tensors of every kind (the
 // CPU loops' float32 and float64 stacks, views with gaps, bfloat16 and 4-d tensors
 // through the ∞-norm), against max |x| in float64; into a buffer the caller keeps.
@@ -127,7 +125,8 @@ TEST(StackReductions, LargestMagnitudeOfAListIsTheLargestOverAllOfThem) {
   const auto f = at::TensorOptions().dtype(at::kFloat);
   std::vector<at::Tensor> tensors = {at::randn({5, 7}, f), at::randn({3, 4, 6}, f).mul_(3),
       at::randn({9, 8}, f.dtype(at::kDouble)).narrow(1, 2, 5), at::randn({40}, f.dtype(at::kBFloat16)).mul_(2),
-      at::randn({2, 3, 4, 5}, f).transpose(1, 3), at::empty({0, 3}, f)};
+      at::randn({2, 3, 4, 5}, f).transpose(1, 3), at::randn({2, 3, 4, 5}, f.dtype(at::kDouble)).transpose(1, 3),
+      at::empty({0, 3}, f)};
   double expected = 0.0;
   for (const auto& t : tensors) {
     if (t.numel() > 0) expected = std::max(expected, t.to(at::kDouble).abs().max().item<double>());
@@ -147,6 +146,8 @@ TEST(StackReductions, LargestMagnitudeOfAListIsTheLargestOverAllOfThem) {
   // Beyond float32's range: Inf, as a conversion gives; NaN anywhere: NaN; none: 0.
   EXPECT_TRUE(
       std::isinf(largest_magnitude_of_list({at::full({2, 2}, 1e39, f.dtype(at::kDouble))}, buffer).item<float>()));
+  const auto far = at::full({2, 2, 2, 2}, 1e39, f.dtype(at::kDouble)).transpose(1, 3);  // the ∞-norm's path
+  EXPECT_TRUE(std::isinf(largest_magnitude_of_list({at::randn({3}, f), far}, buffer).item<float>()));
   auto with_nan = at::randn({4, 4}, f.dtype(at::kBFloat16));
   with_nan[2][1] = std::numeric_limits<float>::quiet_NaN();
   EXPECT_TRUE(std::isnan(largest_magnitude_of_list({at::randn({3, 3}, f), with_nan}, buffer).item<float>()));
@@ -154,6 +155,8 @@ TEST(StackReductions, LargestMagnitudeOfAListIsTheLargestOverAllOfThem) {
   EXPECT_EQ(largest_magnitude_of_list({at::empty({0}, f)}, buffer).item<float>(), 0.0f);
 }
 
+// A stack whose rows are not contiguous (a transposed view) takes the ATen
+// expressions, on a CPU too: the path GPUs take, against the loops, bit for bit.
 TEST(StackReductions, AtenPathAndCpuLoopsAgreeBitForBit) {
   for (auto dtype : {at::kFloat, at::kDouble}) {
     const auto stack = awkward_stack(27, 33, dtype);
