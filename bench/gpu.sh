@@ -112,9 +112,9 @@ if [[ " ${targets[*]} " == *" dash_python "* ]]; then
   # The paper's comparison: Distributed Shampoo (eigh, coupled Newton; fp32 as TF32)
   # and dash's root methods, llama-953m with 2 layers (about one GPU's share of 8),
   # B = 1024, f = 10 and f = 1, each configuration with its ratio to DS in this run.
-  stage peer_step 240 env PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 "$python" "$root/bench/peer_step.py" \
-    --device "$device" --preset llama-953m --layers 2 --block 1024 --frequencies 10,1 --tf32 1 "${ds_args[@]}" \
-    ${DASH_PEER_ARGS:-} --json "$logs/peer_step.json"
+  peer=(env PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 "$python" "$root/bench/peer_step.py" --device "$device"
+    --preset llama-953m --block 1024 --tf32 1 "${ds_args[@]}")
+  stage peer_step 240 "${peer[@]}" --layers 2 --frequencies 10,1 ${DASH_PEER_ARGS:-} --json "$logs/peer_step.json"
   show peer_step
   stage cuda_step_probe 150 env PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 \
     "$python" "$root/bench/cuda_step_probe.py" --layers 2 --block 1024 --tf32 1 --json "$logs/cuda_step_probe.json"
@@ -172,9 +172,8 @@ show solvers
 # The whole model (16 layers, 953 M parameters) on one GPU, f = 10: the configurations
 # the 2-layer rows single out, one root period of warm-up. Last: it is the longest.
 if [[ " ${targets[*]} " == *" dash_python "* ]]; then
-  stage peer_step_full 240 env PYTHONPATH="$build/python" PYTHONUNBUFFERED=1 "$python" "$root/bench/peer_step.py" \
-    --device "$device" --preset llama-953m --layers 16 --block 1024 --frequencies 10 --tf32 1 "${ds_args[@]}" \
-    --configs ds-eigh-fp32,ds-cn-fp32,dash-ndb-pi-fp32,dash-cn-fro-fp16,dash-ndb-pi-bf16 --warmup-periods 1 \
+  stage peer_step_full 240 "${peer[@]}" --layers 16 --frequencies 10 --warmup-periods 1 \
+    --configs ds-eigh-fp32,ds-cn-fp32,dash-ndb-pi-fp32,dash-cn-fro-fp16,dash-ndb-pi-bf16 \
     ${DASH_PEER_ARGS:-} --json "$logs/peer_step_full.json"
   show peer_step_full
 fi

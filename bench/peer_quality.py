@@ -17,8 +17,7 @@ import os
 import statistics
 import sys
 
-import dash
-from peer_step import distributed_shampoo_maker, ds_version_of, import_distributed_shampoo
+from peer_step import distributed_shampoo_maker, ds_version_of, failure_text, import_distributed_shampoo
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 import train_gpt  # noqa: E402  (the example, from its folder)
@@ -28,12 +27,12 @@ def optimizer_makers(lr, ds_classes):
     makers = {
         "adamw": lambda model: train_gpt.make_optimizer("adamw", model, lr),
         "dash-ndb": lambda model: train_gpt.make_optimizer("dash", model, lr),
-        "dash-evd": lambda model: dash.Dash(model.parameters(), lr=lr, block_size=128, root_method="evd",
-                                            root_frequency=10, start_step=10),
+        "dash-evd": lambda model: train_gpt.make_optimizer("dash", model, lr, root_method="evd"),
     }
     if ds_classes is not None:
+        settings = train_gpt.DASH_SETTINGS
         for root in ("eigh", "coupled-newton"):
-            make = distributed_shampoo_maker(ds_classes, root, 10, 128, lr)
+            make = distributed_shampoo_maker(ds_classes, root, settings["root_frequency"], settings["block_size"], lr)
             makers["ds-" + root] = (lambda build: lambda model: build(model.parameters()))(make)
     return makers
 
@@ -68,7 +67,7 @@ def train_or_record_failure(model_args, make, corpus):
         loss, optimizer_ms = train_gpt.train(model_args, make, corpus)
         return {"seed": model_args.seed, "validation_loss": loss, "optimizer_ms": optimizer_ms}
     except Exception as error:  # noqa: BLE001  (whatever the optimizer raises is the finding)
-        why = f"{type(error).__name__}: {str(error).splitlines()[0][:160] if str(error) else ''}"
+        why = failure_text(error)
         print(f"peer_quality: {model_args.optimizer}, seed {model_args.seed}, failed: {why}", flush=True)
         return {"seed": model_args.seed, "failed": why}
 

@@ -226,13 +226,19 @@ def add_ratios(rows):
         row["ratios"] = {ds: timed[ds]["mean_ms"] / row["mean_ms"] for ds in DS_CONFIGS if ds in timed}
 
 
+def failure_text(error):
+    """An exception as one short line: its type and the first line of its message."""
+    message = str(error).splitlines()[0][:200] if str(error) else ""
+    return f"{type(error).__name__}: {message}"
+
+
 def measure_or_record_failure(name, frequency, *arguments):
     """A configuration's row, or {"failed": why} where its step raised (a peer's root
     solver giving up, memory running out): the others still run."""
     try:
         return summarise(measure(*arguments))
     except Exception as error:  # noqa: BLE001  (whatever the optimizer raises is the finding)
-        why = f"{type(error).__name__}: {str(error).splitlines()[0][:200] if str(error) else ''}"
+        why = failure_text(error)
     print(f"peer_step: {name} at f = {frequency} failed: {why}", flush=True)
     gc.collect()  # the traceback, gone now, held the optimizer and its parameters
     if torch.cuda.is_available():

@@ -90,12 +90,14 @@ def batches(tokens, batch_size, seq_len, generator):
         yield window[:, :-1], window[:, 1:]
 
 
-def make_optimizer(name, model, lr):
+# DASH: Shampoo on the matrices, AdamW on biases and norms (the default for 1-D).
+DASH_SETTINGS = dict(block_size=128, root_method="ndb", scaling="multi-pi", root_frequency=10, start_step=10)
+
+
+def make_optimizer(name, model, lr, **dash_overrides):
     if name == "adamw":
         return torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95))
-    # DASH: Shampoo on the matrices, AdamW on biases and norms (the default for 1-D).
-    return dash.Dash(model.parameters(), lr=lr, block_size=128, root_method="ndb", scaling="multi-pi",
-                     root_frequency=10, start_step=10)
+    return dash.Dash(model.parameters(), lr=lr, **{**DASH_SETTINGS, **dash_overrides})
 
 
 def parse_args(argv=None, optimizers=("adamw", "dash")):

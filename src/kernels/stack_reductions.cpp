@@ -260,17 +260,6 @@ at::Tensor largest_magnitude(const at::Tensor& stack) {
   return cpu_loops_take(stack) ? cpu_largest_magnitude(stack) : aten_largest_magnitude(stack);
 }
 
-at::Tensor largest_magnitude_of_all(const at::Tensor& tensor) {
-  if (tensor.dim() <= 3) {
-    // A stack (N, r, c) as it is, a matrix or a vector as a stack of one (views).
-    auto matrices = tensor;
-    while (matrices.dim() < 3) matrices = matrices.unsqueeze(0);
-    if (cpu_loops_take(matrices)) return cpu_largest_magnitude(matrices).max();
-  }
-  auto [lowest, highest] = at::aminmax(tensor);
-  return at::maximum(highest, lowest.neg());
-}
-
 namespace {
 
 // Bands of rows of at most this many entries: a large matrix is split over the

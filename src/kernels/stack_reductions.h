@@ -26,11 +26,6 @@ namespace dash::kernels {
 /// (so that a comparison with it is false), as max(max a, −min a) is.
 at::Tensor largest_magnitude(const at::Tensor& stack);
 
-/// max |x| over all of `tensor` (any shape, not empty), a 0-d tensor of its dtype;
-/// NaN where an entry is NaN. One read: the CPU loops (top of this file) for a float32 or float64
-/// tensor of up to three dimensions, one aminmax elsewhere.
-at::Tensor largest_magnitude_of_all(const at::Tensor& tensor);
-
 /// max |x| over all of `tensors` (any shapes, any number; empty ones add nothing)
 /// as a 0-d float32 view of `buffer` on their device (a float64 entry beyond
 /// float32's range gives Inf, as converting it would); NaN where an entry is NaN; 0

@@ -247,17 +247,10 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   const auto precision = options.preconditioning_precision();
   auto work = chunk_workspace(grad, precision);
   const auto hyper = step_hyper(options);
-  auto& [grad_correction, stat_correction] = context.corrections[s];
-  if (!grad_correction.defined()) {  // the stack's first chunk this step: every block's at once
-    grad_correction =
-        bias_correction_into(state.grad_correction, hyper.beta_grad, state.moments.steps, hyper.bias_correction);
-    stat_correction =
-        bias_correction_into(state.stat_correction, hyper.beta_graft, state.moments.steps, hyper.bias_correction);
-  }
   const auto stored = moments_of(state.moments, rows);
   auto moments = widened_moments(stored, block_scratch_);
-  moments.grad_correction = rows.take(grad_correction);
-  moments.stat_correction = rows.take(stat_correction);
+  moments.grad_correction = rows.take(state.grad_correction);
+  moments.stat_correction = rows.take(state.stat_correction);
   {
     ScopedPhase phase(profile_, Phase::Grafting);
     grafting_direction(grad, moments, hyper, work);
@@ -414,7 +407,6 @@ void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& grou
   ++steps_taken_;
 
   count_active_blocks(context);
-  context.corrections.resize(stacks_.size());
   const auto chunks_of = chunks_per_stack(context);
   auto for_each_chunk = [&](auto&& work) {
     for (size_t s = 0; s < stacks_.size(); ++s) {

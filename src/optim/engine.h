@@ -38,8 +38,8 @@ struct GradientStackState {
   /// state, not saved. Undefined within a limit: each chunk's blocks are gathered
   /// where they are used.
   at::Tensor gathered{};
-  /// 1 − β_G^t and 1 − β_g^t of every block, rewritten in place at each step (once,
-  /// before the stack's first chunk); not state, not saved.
+  /// 1 − β_G^t and 1 − β_g^t of every block, rewritten in place where t advances
+  /// (count_active_blocks); not state, not saved.
   at::Tensor grad_correction{};
   at::Tensor stat_correction{};
 };

@@ -6,6 +6,8 @@
 
 #include "kernels/matrix_transfer.h"
 #include "kernels/stack_reductions.h"
+#include "optim/block_update.h"
+#include "optim/dash_options.h"
 #include "optim/engine_step_context.h"
 #include "optim/host_masks.h"
 #include "optim/parameter_checks.h"
@@ -174,7 +176,8 @@ at::Tensor Engine::gradient_blocks(const StepContext& context, size_t s, const R
   return context.options(stack.group).maximize() ? blocks.neg_() : blocks;
 }
 
-// Host bookkeeping: which blocks have a gradient this step, and their t.
+// Which blocks have a gradient this step, their t (on the host and the device), and
+// the stacks' bias corrections for that t.
 void Engine::count_active_blocks(StepContext& context) {
   const auto device = params_.front().device();
   context.active.resize(stacks_.size());
@@ -198,6 +201,15 @@ void Engine::count_active_blocks(StepContext& context) {
       stacks_[s].moments.steps.add_(1);
     } else if (!context.active[s].empty()) {
       stacks_[s].moments.steps.add_(bool_mask(mask, device).view({-1, 1, 1}));
+    }
+    // 1 − β^t of every block at once, whatever chunks follow: an element-wise exp runs
+    // in SIMD lanes or in a loop's scalar tail depending on where an element sits, so
+    // a block's value would otherwise depend on its chunk.
+    if (!context.active[s].empty()) {
+      const auto hyper = step_hyper(context.options(stack.group));
+      auto& state = stacks_[s];
+      bias_correction_into(state.grad_correction, hyper.beta_grad, state.moments.steps, hyper.bias_correction);
+      bias_correction_into(state.stat_correction, hyper.beta_graft, state.moments.steps, hyper.bias_correction);
     }
   }
 }

@@ -24,10 +24,7 @@ struct Engine::StepContext {
   std::vector<bool> stack_complete;          // every block of the stack has one
   std::vector<bool> mixed_start;             // its active blocks are not all past t_start, nor all before
   std::vector<double> decay;                 // per parameter: W's factor 1 − lr·wd
-  // Per gradient stack: the bias corrections 1 − β_G^t, 1 − β_g^t of all its
-  // blocks, made by its first chunk (MomentState::grad_correction).
-  std::vector<std::pair<at::Tensor, at::Tensor>> corrections;
-  const StepWrite* write = nullptr;  // where the directions go
+  const StepWrite* write = nullptr;          // where the directions go
 
   const DashOptions& options(int64_t group) const { return options_of((*groups)[group]); }
 };
