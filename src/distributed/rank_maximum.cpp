@@ -10,9 +10,12 @@
 
 namespace dash::distributed {
 
-at::Tensor maximum_over_ranks(const DistributedContext& context, const at::Tensor& values) {
+void take_maximum_over_ranks(const DistributedContext& context, at::Tensor& values) {
+  TORCH_CHECK(values.scalar_type() == at::kFloat && values.is_contiguous(),
+      "dash: take_maximum_over_ranks needs contiguous float32 values, got ", values.scalar_type());
   const double infinity = std::numeric_limits<double>::infinity();
-  std::vector<at::Tensor> buffer{at::nan_to_num(values.to(at::kFloat), infinity, infinity, -infinity).contiguous()};
+  values.nan_to_num_(infinity, infinity, -infinity);
+  std::vector<at::Tensor> buffer{values};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
   auto work = context.group().allreduce(buffer, options);
@@ -22,7 +25,12 @@ at::Tensor maximum_over_ranks(const DistributedContext& context, const at::Tenso
     TORCH_CHECK(false, "dash::Dash: rank ", context.rank(), " of ", context.world_size(),
         ": the all-reduce that decides the step failed (a rank exited or hung?): ", error.what());
   }
-  return buffer[0];
+}
+
+at::Tensor maximum_over_ranks(const DistributedContext& context, const at::Tensor& values) {
+  auto copy = values.to(at::kFloat, /*non_blocking=*/false, /*copy=*/true).contiguous();
+  take_maximum_over_ranks(context, copy);
+  return copy;
 }
 
 }  // namespace dash::distributed

@@ -9,9 +9,13 @@
 
 namespace dash::distributed {
 
-/// The element-wise maximum of `values` over the ranks of `context`, NaN counting
-/// as +∞ (so that a rank that saw a NaN decides every rank): one all-reduce of a
-/// float32 copy, on `values`' device. Throws, naming the collective, when it fails.
+/// Makes `values` (contiguous float32, on the ranks' device) their element-wise
+/// maximum over the ranks of `context`, NaN counting as +∞ (so that a rank that saw
+/// a NaN decides every rank): one all-reduce in place, nothing allocated. Throws,
+/// naming the collective, when it fails.
+void take_maximum_over_ranks(const DistributedContext& context, at::Tensor& values);
+
+/// The same into a float32 copy of `values` (any dtype and layout), returned.
 at::Tensor maximum_over_ranks(const DistributedContext& context, const at::Tensor& values);
 
 }  // namespace dash::distributed

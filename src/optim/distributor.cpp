@@ -5,6 +5,7 @@
 #include "distributed/share_layout.h"
 #include "distributed/work_split.h"
 #include "kernels/matrix_transfer.h"
+#include "optim/rows.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -145,8 +146,8 @@ class LocalDistributor final : public Distributor {
   bool receive_gradients(const std::vector<at::Tensor>&, std::vector<bool>& has_grad, PhaseProfile&) override {
     return ranks_ != nullptr || std::find(has_grad.begin(), has_grad.end(), true) != has_grad.end();
   }
-  at::Tensor maximum_over_ranks(const at::Tensor& values) override {
-    return ranks_ != nullptr ? distributed::maximum_over_ranks(*ranks_, values) : values;
+  void take_maximum_over_ranks(at::Tensor& values) override {
+    if (ranks_ != nullptr) distributed::take_maximum_over_ranks(*ranks_, values);
   }
   void bound_workspace(int64_t) override {}
   int64_t communicated_bytes_per_step() const override { return 0; }
@@ -204,26 +205,23 @@ class ExchangeDistributor final : public Distributor {
       const std::vector<at::Tensor>& params, std::vector<bool>& has_grad, PhaseProfile& profile) override {
     agreement_ = Agreement{&params, has_grad};
     if (!zero_) return true;
-    at::Tensor agreed;
     {
       ScopedPhase phase(profile, Phase::Communication);
-      agreed = distributed::maximum_over_ranks(context_, agreement_values()).cpu();
+      agree(nullptr, has_grad);
     }
-    settle(agreed, has_grad);
     average_gradients(params, has_grad, profile);
     return std::find(has_grad.begin(), has_grad.end(), true) != has_grad.end();
   }
 
-  // The step's first call carries a pending agreement: one all-reduce for both, and
-  // its part read back at once (the decision is read back right after anyway).
-  at::Tensor maximum_over_ranks(const at::Tensor& values) override {
-    if (!agreement_) return distributed::maximum_over_ranks(context_, values);
-    const auto count = values.numel();
-    const auto decided =
-        distributed::maximum_over_ranks(context_, at::cat({values.to(at::kFloat).reshape(-1), agreement_values()}));
+  // The step's first call carries a pending agreement: one all-reduce for both, read
+  // back at once (the decision is read back right after anyway).
+  void take_maximum_over_ranks(at::Tensor& values) override {
+    if (!agreement_) {
+      distributed::take_maximum_over_ranks(context_, values);
+      return;
+    }
     std::vector<bool> has_grad = agreement_->has_grad;
-    settle(decided.narrow(0, count, decided.numel() - count).cpu(), has_grad);
-    return decided.narrow(0, 0, count).view(values.sizes());
+    values.copy_(agree(&values, has_grad).view(values.sizes()));
   }
 
   // Taken up by the next agreement: the ranks' budgets differ with their state, and
@@ -251,13 +249,8 @@ class ExchangeDistributor final : public Distributor {
     }
     const auto share =
         distributed::stack_in_share(exchange_->own_updates(), layouts_[context_.rank()], step.plan, stack);
-    for (size_t first = 0; first < blocks.size();) {
-      size_t last = first;
-      while (last + 1 < blocks.size() && blocks[last + 1] == blocks[last] + 1) ++last;
-      const auto length = static_cast<int64_t>(last - first + 1);
-      pending_.push_back(
-          {share.narrow(0, blocks[first], length), updates.narrow(0, static_cast<int64_t>(first), length)});
-      first = last + 1;
+    for (const auto& run : consecutive_runs(blocks)) {
+      pending_.push_back({share.narrow(0, run.block, run.length), updates.narrow(0, run.position, run.length)});
     }
   }
 
@@ -311,19 +304,41 @@ class ExchangeDistributor final : public Distributor {
   // workspace bound of all ranks, which sets the rounds of this step's exchanges:
   // the mask, its negation (max and −min: replicated gradients must agree, and a
   // parameter some rank lacks is an error there) and −bound (none as −FLT_MAX), for
-  // one all-reduce (distributed::maximum_over_ranks).
+  // one all-reduce (distributed::take_maximum_over_ranks).
   struct Agreement {
     const std::vector<at::Tensor>* params;
     std::vector<bool> has_grad;
   };
   static constexpr float kNoBound = -std::numeric_limits<float>::max();
 
-  at::Tensor agreement_values() const {
-    std::vector<float> signs;
-    for (bool has : agreement_->has_grad) signs.push_back(has ? 1.0f : 0.0f);
-    for (bool has : agreement_->has_grad) signs.push_back(has ? -1.0f : 0.0f);
-    signs.push_back(requested_bound_ > 0 ? -static_cast<float>(requested_bound_) : kNoBound);
-    return at::tensor(signs, at::kFloat).to(device_);
+  // One all-reduce of the caller's `leading` values (none: null) followed by this
+  // step's agreement, in buffers kept across steps (nothing allocated): the host's
+  // values go to the device, the maximum comes back, and the agreement is settled.
+  // Returns the leading values' maximum, on the device. The host buffer is pinned
+  // beside a CUDA device, so its copy there need not wait; the read back below
+  // finishes that copy before a later step writes the buffer again.
+  at::Tensor agree(const at::Tensor* leading, std::vector<bool>& has_grad) {
+    const int64_t count = leading != nullptr ? leading->numel() : 0;
+    const auto params = static_cast<int64_t>(agreement_->has_grad.size());
+    const int64_t total = count + 2 * params + 1;
+    if (!agreement_on_device_.defined() || agreement_on_device_.numel() != total) {
+      agreement_on_device_ = at::empty({total}, at::TensorOptions(device_).dtype(at::kFloat));
+      agreement_on_host_ = at::empty({total}, at::TensorOptions().dtype(at::kFloat).pinned_memory(device_.is_cuda()));
+    }
+    auto* values = agreement_on_host_.data_ptr<float>() + count;
+    for (int64_t i = 0; i < params; ++i) {
+      const bool has = agreement_->has_grad[static_cast<size_t>(i)];
+      values[i] = has ? 1.0f : 0.0f;
+      values[params + i] = has ? -1.0f : 0.0f;
+    }
+    values[2 * params] = requested_bound_ > 0 ? -static_cast<float>(requested_bound_) : kNoBound;
+    agreement_on_device_.narrow(0, count, total - count)
+        .copy_(agreement_on_host_.narrow(0, count, total - count), /*non_blocking=*/true);
+    if (leading != nullptr) agreement_on_device_.narrow(0, 0, count).copy_(leading->reshape(-1));
+    distributed::take_maximum_over_ranks(context_, agreement_on_device_);
+    agreement_on_host_.copy_(agreement_on_device_);
+    settle(agreement_on_host_.narrow(0, count, total - count), has_grad);
+    return agreement_on_device_.narrow(0, 0, count);
   }
 
   // Applies the agreed values (on the host): under Zero a parameter some rank has a
@@ -488,9 +503,11 @@ class ExchangeDistributor final : public Distributor {
   std::vector<distributed::ShareLayout> layouts_;
   std::unique_ptr<distributed::ShareExchange> exchange_;
   distributed::ShareRounds rounds_;
-  int64_t bound_ = 0;                       ///< the bound rounds_ were made for, agreed by all ranks
-  int64_t requested_bound_ = 0;             ///< this rank's, for the next agreement
-  std::optional<Agreement> agreement_;      ///< this step's, until settled
+  int64_t bound_ = 0;                   ///< the bound rounds_ were made for, agreed by all ranks
+  int64_t requested_bound_ = 0;         ///< this rank's, for the next agreement
+  std::optional<Agreement> agreement_;  ///< this step's, until settled
+  at::Tensor agreement_on_host_;        ///< agree()'s buffers, kept across steps
+  at::Tensor agreement_on_device_;
   std::vector<kernels::ViewPair> pending_;  ///< updates into this rank's share, until the next flush
   ParameterWriter writer_;
 };

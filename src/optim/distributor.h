@@ -47,16 +47,17 @@ class Distributor {
   /// on `has_grad` first (the averaging needs it) and the gradients of this rank's
   /// blocks and segments become their average over the ranks. Replicated gradients
   /// must agree already: the ranks check that with the step's decision
-  /// (maximum_over_ranks), without a collective of their own, and go on together.
+  /// (take_maximum_over_ranks), without a collective of their own, and go on together.
   virtual bool receive_gradients(
       const std::vector<at::Tensor>& params, std::vector<bool>& has_grad, PhaseProfile& profile) = 0;
 
-  /// What every process must decide alike, as every process sees it: the element-wise
-  /// maximum of `values` (float) over the ranks, NaN counting as +∞ on several ranks;
-  /// `values` themselves in one process. The step's first call also carries what the
-  /// scheme still has to agree on (the workspace bound; under Replicated whether every
-  /// rank has gradients for the same parameters, an error on every rank if not).
-  virtual at::Tensor maximum_over_ranks(const at::Tensor& values) = 0;
+  /// What every process must decide alike, as every process sees it: makes `values`
+  /// (contiguous float32 on the parameters' device) their element-wise maximum over
+  /// the ranks, NaN counting as +∞ on several ranks; leaves them in one process. The
+  /// step's first call also carries what the scheme still has to agree on (the
+  /// workspace bound; under Replicated whether every rank has gradients for the same
+  /// parameters, an error on every rank if not). Allocates nothing on the device.
+  virtual void take_maximum_over_ranks(at::Tensor& values) = 0;
 
   /// Bounds the buffers the scheme keeps besides this rank's share of the updates by
   /// `bytes` (0: no bound), from the step's workspace budget; a rank of several then

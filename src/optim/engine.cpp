@@ -6,7 +6,6 @@
 #include "optim/distributor.h"
 #include "optim/engine_step_context.h"
 #include "optim/gradient_chunk_bytes.h"
-#include "optim/host_masks.h"
 #include "optim/moments.h"
 #include "optim/parameter_checks.h"
 #include "optim/state_precision.h"
@@ -256,13 +255,16 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
     grafting_direction(grad, moments, hyper, work);
   }
 
-  // Which of these blocks are past t_start (decided on the host copy of t).
-  std::vector<bool> started;
-  for (auto b : rows.blocks()) started.push_back(state.steps[b] >= options.start_step());
-  const auto started_count = std::count(started.begin(), started.end(), true);
+  // Which of these blocks are past t_start (decided on the host copy of t), as
+  // positions in `rows`; those before it take the grafting direction.
+  std::vector<int64_t> waiting;
+  for (size_t i = 0; i < rows.blocks().size(); ++i) {
+    if (state.steps[rows.blocks()[i]] < options.start_step()) waiting.push_back(static_cast<int64_t>(i));
+  }
+  const auto started_count = static_cast<int64_t>(rows.blocks().size() - waiting.size());
 
   at::Tensor direction = work.graft;
-  const bool all_started = started_count == static_cast<int64_t>(started.size());
+  const bool all_started = waiting.empty();
   // Without momentum, lr scales P together with the grafting norm, saving a pass.
   const bool lr_in_direction = hyper.momentum == 0.0 && all_started;
   {
@@ -275,9 +277,11 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
       };
       auto preconditioned = preconditioned_direction(work, root_part(stack.left_stack, stack.left_offset),
           root_part(stack.right_stack, stack.right_offset), options.grafting(), lr_in_direction ? options.lr() : 1.0);
-      direction = all_started
-                      ? preconditioned
-                      : at::where(bool_mask(started, grad.device()).view({-1, 1, 1}), preconditioned, work.graft);
+      // (U is in Ĝ's or L̄ Ĝ's buffer, never P_g's.)
+      for (const auto& run : consecutive_runs(waiting)) {
+        preconditioned.narrow(0, run.block, run.length).copy_(work.graft.narrow(0, run.block, run.length));
+      }
+      direction = preconditioned;
     }
     direction = apply_momentum(direction, moments, hyper);
     store_rounded_moments(stored, moments);

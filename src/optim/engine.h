@@ -198,10 +198,12 @@ class Engine {
   at::Tensor factor_resets_total_;      ///< () int64 over all stacks; read with the step's gradient check
   int64_t factor_resets_reported_ = 0;  ///< how many of those a warning has announced
   /// The gradient check's buffers, kept across steps (not state, not saved): the
-  /// per-tensor magnitudes (kernels::largest_magnitude_of_list), the decision
-  /// [largest magnitude, root failure limit exceeded, factor resets] on the
+  /// per-tensor magnitudes (kernels::largest_magnitude_of_list), each factor
+  /// stack's worst run of root failures (root_failure_excess_into), the decision
+  /// [largest magnitude, root failures past their limit, factor resets] on the
   /// parameters' device, and its host copy.
   at::Tensor magnitudes_;
+  at::Tensor failure_worst_;
   at::Tensor decision_;
   at::Tensor decision_on_host_;
   std::vector<std::string> layouts_;          ///< state_layout() of each group at construction

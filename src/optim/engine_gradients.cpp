@@ -9,7 +9,6 @@
 #include "optim/block_update.h"
 #include "optim/dash_options.h"
 #include "optim/engine_step_context.h"
-#include "optim/host_masks.h"
 #include "optim/parameter_checks.h"
 #include "optim/root_failure_limit.h"
 #include "optim/unusable_gradients.h"
@@ -62,32 +61,30 @@ std::vector<at::Tensor> Engine::checked_gradients(const StepContext& context) co
 
 // The step's one read back to the host: the largest magnitude of the checked
 // gradients (NaN when an entry is NaN: the reductions propagate it), one pass over
-// them all and no mask (kernels::largest_magnitude_of_list), and whether a root
-// failure limit is exceeded, both as every rank sees them (the distributor's
-// maximum over the ranks, so that all decide alike); with them the count of
-// factors reset so far, so that a reset is announced without a read of its own.
+// them all and no mask (kernels::largest_magnitude_of_list), and whether some
+// factor has reached its group's root failure limit (root_failure_excess_into),
+// both as every rank sees them (the distributor's maximum over the ranks, so that
+// all decide alike); with them the count of factors reset so far, so that a reset
+// is announced without a read of its own.
 // Returns false when the step is to be skipped: a non-finite gradient
 // (non_finite_gradients) or one above overflow_limit() (always skipped: the
 // float32 statistics would overflow and no later root could be computed).
 bool Engine::gradients_usable(StepContext& context) {
-  // Into buffers kept across steps: [largest magnitude, limit exceeded, resets] on
-  // the parameters' device, and its host copy (no allocation in a step).
+  // Into buffers kept across steps: [largest magnitude, past the failure limit,
+  // resets] on the parameters' device, and its host copy (no allocation in a step).
   if (!decision_.defined()) {
     decision_ = at::zeros({3}, adamw_grad_.options().dtype(at::kFloat));
     decision_on_host_ = at::zeros({3}, at::TensorOptions().dtype(at::kFloat));
   }
   // (No gradient elements at all: nothing to skip for; a zero stands in.)
   decision_.select(0, 0).copy_(kernels::largest_magnitude_of_list(checked_gradients(context), magnitudes_));
-  const auto exceeded = root_failure_limit_exceeded(plan_.factor_stacks, factors_, *context.groups);
-  if (exceeded.defined()) {
-    decision_.select(0, 1).copy_(exceeded);
-  } else {
-    decision_.select(0, 1).zero_();
+  if (!failure_worst_.defined()) {
+    failure_worst_ = at::zeros({static_cast<int64_t>(factors_.size()) + 1}, factor_resets_total_.options());
   }
+  root_failure_excess_into(decision_.select(0, 1), failure_worst_, plan_.factor_stacks, factors_, *context.groups);
   decision_.select(0, 2).copy_(factor_resets_total_);
   auto agreed = decision_.narrow(0, 0, 2);
-  const auto decided = distributor_->maximum_over_ranks(agreed);
-  if (!decided.is_same(agreed)) agreed.copy_(decided);
+  distributor_->take_maximum_over_ranks(agreed);
   decision_on_host_.copy_(decision_);
   const auto* host = decision_on_host_.data_ptr<float>();
   // Before anything of this step changes: the failures of earlier steps.
@@ -179,15 +176,12 @@ at::Tensor Engine::gradient_blocks(const StepContext& context, size_t s, const R
 // Which blocks have a gradient this step, their t (on the host and the device), and
 // the stacks' bias corrections for that t.
 void Engine::count_active_blocks(StepContext& context) {
-  const auto device = params_.front().device();
   context.active.resize(stacks_.size());
   for (size_t s = 0; s < stacks_.size(); ++s) {
     const auto& stack = plan_.gradient_stacks[s];
-    std::vector<bool> mask(stack.count(), false);
     for (int64_t b = 0; b < stack.count(); ++b) {
       if (context.has_grad[stack.block_params[b]]) {
         context.active[s].push_back(b);
-        mask[b] = true;
         ++stacks_[s].steps[b];
       }
     }
@@ -199,8 +193,11 @@ void Engine::count_active_blocks(StepContext& context) {
     context.mixed_start.push_back(started > 0 && started < static_cast<int64_t>(context.active[s].size()));
     if (complete) {
       stacks_[s].moments.steps.add_(1);
-    } else if (!context.active[s].empty()) {
-      stacks_[s].moments.steps.add_(bool_mask(mask, device).view({-1, 1, 1}));
+    } else {
+      // A slice per run of active blocks: no mask to send to the device.
+      for (const auto& run : consecutive_runs(context.active[s])) {
+        stacks_[s].moments.steps.narrow(0, run.block, run.length).add_(1);
+      }
     }
     // 1 − β^t of every block at once, whatever chunks follow: an element-wise exp runs
     // in SIMD lanes or in a loop's scalar tail depending on where an element sits, so

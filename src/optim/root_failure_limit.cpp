@@ -7,16 +7,25 @@
 
 namespace dash::optim {
 
-at::Tensor root_failure_limit_exceeded(const std::vector<blocking::FactorStack>& stacks,
+void root_failure_excess_into(at::Tensor out, at::Tensor worst, const std::vector<blocking::FactorStack>& stacks,
     const std::vector<FactorStackState>& states, const std::vector<torch::optim::OptimizerParamGroup>& groups) {
-  std::vector<at::Tensor> exceeded;
+  TORCH_CHECK(worst.dim() == 1 && worst.size(0) == static_cast<int64_t>(states.size()) + 1,
+      "dash: root_failure_excess_into needs a slot per factor stack and one more, got ", worst.sizes());
+  int64_t limited = 0;
   for (size_t k = 0; k < states.size(); ++k) {
     const auto limit = options_of(groups[stacks[k].group]).max_consecutive_root_failures();
-    if (limit > 0 && states[k].consecutive_failures.defined()) {
-      exceeded.push_back((states[k].consecutive_failures.max() >= limit).to(at::kFloat));
-    }
+    if (limit == 0 || !states[k].consecutive_failures.defined()) continue;
+    auto slot = worst.select(0, limited++);
+    at::amax_out(slot, states[k].consecutive_failures.view(-1), {0});
+    slot.sub_(limit - 1);
   }
-  return exceeded.empty() ? at::Tensor() : at::stack(exceeded).max();
+  if (limited == 0) {
+    out.zero_();
+    return;
+  }
+  auto largest = worst.select(0, static_cast<int64_t>(states.size()));
+  at::amax_out(largest, worst.narrow(0, 0, limited), {0});
+  out.copy_(largest.clamp_min_(0));
 }
 
 void raise_root_failure_limit(const std::vector<blocking::FactorStack>& stacks,

@@ -15,10 +15,15 @@
 
 namespace dash::optim {
 
-/// Whether some factor of `states` (one per factor stack of `stacks`) has failed
-/// its group's limit of root computations in a row, as a () float tensor on the
-/// device for the step's one read back; undefined when no group sets a limit.
-at::Tensor root_failure_limit_exceeded(const std::vector<blocking::FactorStack>& stacks,
+/// Writes into `out` (a () float tensor on the device, for the step's one read
+/// back) how far the worst factor of `states` (one per factor stack of `stacks`) is
+/// past its group's limit of root computations failed in a row: the largest
+/// consecutive failures − limit + 1 over the stacks whose group sets a limit,
+/// clamped at 0, so positive exactly when some factor has reached its limit.
+/// `worst` ((stacks + 1,) int64 on the device, kept by the caller) holds each
+/// stack's worst count: nothing is allocated, so a step may do this every time
+/// (the groups' limits may change between steps).
+void root_failure_excess_into(at::Tensor out, at::Tensor worst, const std::vector<blocking::FactorStack>& stacks,
     const std::vector<FactorStackState>& states, const std::vector<torch::optim::OptimizerParamGroup>& groups);
 
 /// Raises, naming the first stack over its limit, or another rank's when none here

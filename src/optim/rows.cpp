@@ -41,6 +41,17 @@ void Rows::put(at::Tensor& full, const at::Tensor& part) const {
   if (indices_.defined()) full.index_copy_(0, indices_, part);
 }
 
+std::vector<BlockRun> consecutive_runs(const std::vector<int64_t>& blocks) {
+  std::vector<BlockRun> runs;
+  for (size_t i = 0; i < blocks.size(); ++i) {
+    if (runs.empty() || blocks[i] != runs.back().block + runs.back().length) {
+      runs.push_back({static_cast<int64_t>(i), blocks[i], 0});
+    }
+    ++runs.back().length;
+  }
+  return runs;
+}
+
 std::vector<Rows> chunk_rows(
     const std::vector<int64_t>& active, int64_t stack_count, int64_t chunk_size, const c10::Device& device) {
   std::vector<Rows> chunks;
@@ -52,6 +63,8 @@ std::vector<Rows> chunk_rows(
       chunks.push_back(Rows::all(length));
     } else if (blocks.back() - blocks.front() + 1 == length) {
       chunks.push_back(Rows::range(blocks.front(), length));
+    } else if (const auto runs = consecutive_runs(blocks); static_cast<int64_t>(runs.size()) <= kMostRunsPerChunk) {
+      for (const auto& run : runs) chunks.push_back(Rows::range(run.block, run.length));
     } else {
       if (!indices.defined()) indices = at::tensor(active, at::kLong).to(device);
       chunks.push_back(Rows::subset(std::move(blocks), indices.narrow(0, position, length)));

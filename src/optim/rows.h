@@ -33,8 +33,28 @@ class Rows {
   at::Tensor indices_;  // defined: gathered copies
 };
 
+/// A run of consecutive blocks in a list of them: the list's entries from
+/// `position` on are `block`, `block` + 1, … (`length` of them).
+struct BlockRun {
+  int64_t position = 0;
+  int64_t block = 0;
+  int64_t length = 0;
+};
+
+/// The maximal runs of consecutive numbers in `blocks`, in order: a part of a stack
+/// that many blocks share is a slice per run, without an index tensor.
+std::vector<BlockRun> consecutive_runs(const std::vector<int64_t>& blocks);
+
+/// How many runs of blocks a chunk may be worked in, one after another, rather than
+/// gathered by index: a subset copies its blocks' factors and moments out of their
+/// stacks and back, a run works on them where they are at the price of launching the
+/// chunk's work once more. A stack's blocks without a gradient (a parameter unused
+/// this step) leave a few long runs; scattered ones many short runs.
+inline constexpr int64_t kMostRunsPerChunk = 4;
+
 /// The blocks `active` (ascending) of a stack of `stack_count` blocks in chunks of
-/// at most `chunk_size`: each the whole stack, a range of it, or a subset (whose
+/// at most `chunk_size`: each the whole stack, a range of it, or, where a chunk's
+/// blocks are not one range, its runs (at most kMostRunsPerChunk) or a subset (whose
 /// indices go to `device` once for all chunks, not once per chunk or phase).
 std::vector<Rows> chunk_rows(
     const std::vector<int64_t>& active, int64_t stack_count, int64_t chunk_size, const c10::Device& device);

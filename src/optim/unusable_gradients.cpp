@@ -45,11 +45,9 @@ SkipReason judge_unusable_gradients(const std::vector<at::Tensor>& params, const
   const auto found = find_suspects(params, has_grad, policy, overflow_limit);
   // Whether some rank holds a non-finite gradient, and whether one of them is in a
   // group whose policy is to raise.
-  const auto device = params.front().device();
-  const auto seen =
-      distributor
-          .maximum_over_ranks(at::tensor({found.non_finite ? 1.0f : 0.0f, found.raising ? 1.0f : 0.0f}).to(device))
-          .cpu();
+  auto seen = at::tensor({found.non_finite ? 1.0f : 0.0f, found.raising ? 1.0f : 0.0f}).to(params.front().device());
+  distributor.take_maximum_over_ranks(seen);
+  seen = seen.cpu();
   const bool any_non_finite = seen[0].item<float>() > 0.0f;
   const bool any_raising = seen[1].item<float>() > 0.0f;
   const auto named = any_non_finite ? (any_raising ? found.raising : found.non_finite) : found.too_large;

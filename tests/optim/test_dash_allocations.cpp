@@ -5,14 +5,18 @@
 // the helper threads of its splits (tests/support/allocation_counter.h), the same
 // on CPU and CUDA.
 
+#include <dash/distributed.h>
 #include <dash/inverse_root.h>
 #include <dash/optimizer.h>
 
 #include "support/allocation_counter.h"
+#include "support/gloo_skip.h"
+#include "support/gloo_threads.h"
 #include "support/solver_options.h"
 #include "support/spd_matrices.h"
 
 #include <ATen/ATen.h>
+#include <ATen/CPUGeneratorImpl.h>
 #include <gtest/gtest.h>
 
 #include <iostream>
@@ -145,7 +149,8 @@ TEST_P(NonRootStepTest, AllocatesNothingOnItsDevice) {
 
 // The same for the options that take other paths through the step: chunks within a
 // workspace limit, bf16 preconditioning, momentum, weight decay, bf16 state, one
-// block at a time, and grafting without a statistic.
+// block at a time, grafting without a statistic, and a root failure limit (checked
+// every step, as the groups' limits may change).
 TEST(NonRootStep, OtherPathsAllocateNothingEither) {
   const std::vector<std::pair<std::string, DashOptions>> variants = {
       {"workspace limit", DashOptions(1e-3).workspace_limit(1)},
@@ -156,12 +161,92 @@ TEST(NonRootStep, OtherPathsAllocateNothingEither) {
           DashOptions(1e-3).root_precision(MatmulPrecision::BF16).moment_precision(MatmulPrecision::BF16)},
       {"sequential", DashOptions(1e-3).execution(Execution::Sequential)},
       {"SGD grafting", DashOptions(1e-3).grafting(GraftingType::SGD)},
+      {"root failure limit", DashOptions(1e-3).max_consecutive_root_failures(3)},
   };
   for (const auto& device_type : {c10::DeviceType::CPU, c10::DeviceType::CUDA}) {
     if (device_type == c10::DeviceType::CUDA && !at::hasCUDA()) continue;
     for (const auto& [name, options] : variants) {
       SCOPED_TRACE(name + (device_type == c10::DeviceType::CUDA ? " on CUDA" : " on the CPU"));
       expect_allocation_free_non_root_steps(options, device_type);
+    }
+  }
+}
+
+// Steps where a matrix has no gradient (every even step): its blocks, between two
+// other matrices' in the stack they share, are left out of that stack's work (two
+// runs of blocks), and its t lags, so that within the stack some blocks are past
+// t_start and some not. Both kinds of step allocate nothing either, one block at a
+// time (a limit of 1 byte) or the whole stack at once (no limit). (A chunk of more
+// than kMostRunsPerChunk runs is gathered by index, and a 1-D parameter without a
+// gradient restores its segment's moments by a mask: both allocate, and are left
+// out here.)
+void expect_allocation_free_steps_without_some_gradients(double workspace_limit) {
+  std::vector<at::Tensor> params;
+  for (const auto& shape : std::vector<std::vector<int64_t>>{{64, 48}, {40, 37}, {48, 32}, {32}}) {
+    params.push_back(at::randn(shape).set_requires_grad(true));
+  }
+  const int64_t start = 6, frequency = 4;
+  Dash optimizer(params,
+      DashOptions(1e-3).block_size(16).start_step(start).root_frequency(frequency).workspace_limit(workspace_limit));
+  std::vector<int64_t> t(params.size(), 0);  // each parameter's own step count
+  int64_t checked = 0, mixed = 0;
+  for (int64_t step = 1; step <= 16; ++step) {
+    bool root_step = false;
+    for (size_t i = 0; i < params.size(); ++i) {
+      const bool has = !(i == 1 && step % 2 == 0);
+      params[i].mutable_grad() = has ? at::randn_like(params[i]) : at::Tensor();
+      if (!has) continue;
+      ++t[i];
+      root_step = root_step || (params[i].dim() == 2 && t[i] >= start && (t[i] - start) % frequency == 0);
+    }
+    CountAllocations counter(1, c10::DeviceType::CPU);
+    optimizer.step();
+    if (step > start + 1 && !root_step) {
+      ++checked;
+      if (step % 2 == 1 && t[1] < start) ++mixed;
+      EXPECT_EQ(counter.reporter().count, 0) << "step " << step << " allocated, by site:\n"
+                                             << counter.reporter().sites();
+    }
+  }
+  EXPECT_GE(checked, 5);
+  EXPECT_GE(mixed, 1) << "no step had blocks on both sides of t_start";
+}
+
+TEST(NonRootStep, StepsWithoutSomeGradientsAllocateNothing) {
+  for (double limit : {1.0, 0.0}) {
+    SCOPED_TRACE(limit > 0 ? "a block at a time" : "whole stacks");
+    expect_allocation_free_steps_without_some_gradients(limit);
+  }
+}
+
+// The same on ranks of every scheme (threads, tests/support/gloo_threads.h): the
+// step's decision and the ranks' agreement travel in buffers kept across steps.
+TEST(NonRootStep, RanksOfEverySchemeAllocateNothing) {
+  DASH_SKIP_WITHOUT_GLOO();
+  for (auto scheme : {DistributionScheme::Replicated, DistributionScheme::Zero, DistributionScheme::LocalShards}) {
+    for (double limit : {0.0, 1.0}) {
+      SCOPED_TRACE(to_string(scheme) + (limit > 0 ? ", within a workspace limit" : ", no workspace limit"));
+      testing::on_gloo_ranks(2, DistributedOptions().scheme(scheme), [&](int64_t rank, DistributedContext& context) {
+        auto generator = at::make_generator<at::CPUGeneratorImpl>(7);
+        std::vector<at::Tensor> params;
+        for (const auto& shape : std::vector<std::vector<int64_t>>{{64, 48}, {40, 37}, {32}}) {
+          params.push_back(at::randn(shape, generator).set_requires_grad(true));
+        }
+        Dash optimizer(params, DashOptions(1e-3).block_size(16).start_step(2).root_frequency(4).workspace_limit(limit),
+            std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
+        for (int64_t step = 1; step <= 9; ++step) {
+          // The same gradients on every rank (Replicated's must agree).
+          auto gradients = at::make_generator<at::CPUGeneratorImpl>(100 + step);
+          for (auto& p : params) p.mutable_grad() = at::randn(p.sizes(), gradients);
+          CountAllocations counter(1, c10::DeviceType::CPU);
+          optimizer.step();
+          const bool root_step = step >= 2 && (step - 2) % 4 == 0;
+          if (step >= 4 && !root_step) {
+            EXPECT_EQ(counter.reporter().count, 0) << "rank " << rank << ", step " << step << " allocated, by site:\n"
+                                                   << counter.reporter().sites();
+          }
+        }
+      });
     }
   }
 }

@@ -5,6 +5,7 @@
 
 #include <dash/optimizer.h>
 
+#include "optim/rows.h"
 #include "optim/workspace_budget.h"
 #include "support/error_message.h"
 #include "support/solver_options.h"
@@ -61,6 +62,64 @@ TEST(WorkspaceBudget, ChunksFitTheBudgetAndHoldAtLeastOneItem) {
   EXPECT_EQ(chunks[2], (std::vector<int64_t>{13}));
   EXPECT_TRUE(split_into_chunks({}, 2).empty());
   EXPECT_THROW(split_into_chunks({1}, 0), c10::Error);
+}
+
+// The runs a partial stack is worked in (slices, no index tensor): hand-worked,
+// and on a random ascending list, the runs laid end to end give the list back.
+TEST(Rows, ConsecutiveRunsCoverTheListInOrder) {
+  const auto runs = optim::consecutive_runs({3, 4, 5, 9, 11, 12, 13});
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ((std::vector<int64_t>{runs[0].position, runs[0].block, runs[0].length}), (std::vector<int64_t>{0, 3, 3}));
+  EXPECT_EQ((std::vector<int64_t>{runs[1].position, runs[1].block, runs[1].length}), (std::vector<int64_t>{3, 9, 1}));
+  EXPECT_EQ((std::vector<int64_t>{runs[2].position, runs[2].block, runs[2].length}), (std::vector<int64_t>{4, 11, 3}));
+  EXPECT_TRUE(optim::consecutive_runs({}).empty());
+  auto generator = at::make_generator<at::CPUGeneratorImpl>(17);
+  const auto keep = at::rand({200}, generator) < 0.7;
+  std::vector<int64_t> blocks;
+  for (int64_t b = 0; b < 200; ++b) {
+    if (keep[b].item<bool>()) blocks.push_back(b);
+  }
+  std::vector<int64_t> laid_out;
+  for (const auto& run : optim::consecutive_runs(blocks)) {
+    EXPECT_EQ(run.position, static_cast<int64_t>(laid_out.size()));
+    for (int64_t i = 0; i < run.length; ++i) laid_out.push_back(run.block + i);
+  }
+  EXPECT_EQ(laid_out, blocks);
+}
+
+// What each chunk's Rows take of a stacked tensor whose block b holds the value b:
+// the chunk's blocks, in order, whether a chunk is the whole stack, a range, runs
+// of a chunk with a gap, or a subset of a scattered chunk.
+std::vector<std::vector<int64_t>> taken_blocks(const std::vector<optim::Rows>& chunks, int64_t stack_count) {
+  const auto stack = at::arange(stack_count, at::kLong).view({stack_count, 1, 1});
+  std::vector<std::vector<int64_t>> taken;
+  for (const auto& rows : chunks) {
+    const auto part = rows.take(stack).reshape(-1);
+    taken.emplace_back(part.data_ptr<int64_t>(), part.data_ptr<int64_t>() + part.numel());
+    EXPECT_EQ(taken.back(), rows.blocks());
+  }
+  return taken;
+}
+
+TEST(Rows, ChunksWithAFewGapsAreRunsOfSlicesAndScatteredOnesSubsets) {
+  const c10::Device cpu(at::kCPU);
+  using Blocks = std::vector<std::vector<int64_t>>;
+  EXPECT_EQ(taken_blocks(optim::chunk_rows({0, 1, 2, 3}, 4, 10, cpu), 4), (Blocks{{0, 1, 2, 3}}));
+  EXPECT_EQ(taken_blocks(optim::chunk_rows({2, 3, 4}, 8, 10, cpu), 8), (Blocks{{2, 3, 4}}));
+  // A parameter without a gradient leaves a gap: two runs, each a slice (a view of the stack).
+  const auto gap = optim::chunk_rows({0, 1, 2, 6, 7}, 8, 10, cpu);
+  EXPECT_EQ(taken_blocks(gap, 8), (Blocks{{0, 1, 2}, {6, 7}}));
+  const auto stack = at::zeros({8, 1, 1});
+  for (const auto& rows : gap) EXPECT_TRUE(rows.take(stack).is_alias_of(stack));
+  // Chunks of 3 first, then runs within each chunk.
+  EXPECT_EQ(taken_blocks(optim::chunk_rows({0, 1, 2, 6, 7, 9}, 10, 3, cpu), 10), (Blocks{{0, 1, 2}, {6, 7}, {9}}));
+  // More runs than kMostRunsPerChunk: one subset, gathered by index (a copy).
+  std::vector<int64_t> scattered;
+  for (int64_t b = 0; b <= 2 * optim::kMostRunsPerChunk; b += 2) scattered.push_back(b);
+  const auto subset = optim::chunk_rows(scattered, 2 * optim::kMostRunsPerChunk + 1, 100, cpu);
+  EXPECT_EQ(taken_blocks(subset, 2 * optim::kMostRunsPerChunk + 1), (Blocks{scattered}));
+  const auto scattered_stack = at::zeros({2 * optim::kMostRunsPerChunk + 1, 1, 1});
+  EXPECT_FALSE(subset.front().take(scattered_stack).is_alias_of(scattered_stack));
 }
 
 // A model of ragged shapes for B = 8 · scale: matrices that tile and that do not,
