@@ -231,7 +231,9 @@ class ExchangeDistributor final : public Distributor {
   int64_t communicated_bytes_per_step() const override {
     return static_cast<int64_t>(rounds_.ranges.size()) * exchange_->bytes_per_round();
   }
-  int64_t workspace_bytes() const override { return exchange_->buffer_bytes(); }
+  int64_t workspace_bytes() const override {
+    return exchange_->buffer_bytes() + (agreement_on_device_.defined() ? agreement_on_device_.nbytes() : 0);
+  }
 
   void begin_updates(const StepWrite& step) override {
     pending_.clear();

@@ -325,8 +325,8 @@ std::vector<std::vector<Rows>> Engine::chunks_per_stack(const StepContext& conte
     if (active.empty()) continue;
     const auto& stack = plan_.gradient_stacks[s];
     const auto& options = context.options(stack.group);
-    const auto bytes_per_block = gradient_chunk_bytes_per_block(
-        stack, options, stacks_[s].moments, context.stack_complete[s], context.mixed_start[s]);
+    const auto bytes_per_block =
+        gradient_chunk_bytes_per_block(stack, options, stacks_[s].moments, context.stack_complete[s]);
     const int64_t size =
         options.execution() == Execution::Sequential
             ? 1

@@ -9,6 +9,7 @@
 #include "optim/block_update.h"
 #include "optim/dash_options.h"
 #include "optim/engine_step_context.h"
+#include "optim/host_masks.h"
 #include "optim/parameter_checks.h"
 #include "optim/root_failure_limit.h"
 #include "optim/unusable_gradients.h"
@@ -187,17 +188,18 @@ void Engine::count_active_blocks(StepContext& context) {
     }
     const bool complete = static_cast<int64_t>(context.active[s].size()) == stack.count();
     context.stack_complete.push_back(complete);
-    const auto start_step = context.options(stack.group).start_step();
-    const auto started = std::count_if(context.active[s].begin(), context.active[s].end(),
-        [&](int64_t b) { return stacks_[s].steps[b] >= start_step; });
-    context.mixed_start.push_back(started > 0 && started < static_cast<int64_t>(context.active[s].size()));
+    auto& steps = stacks_[s].moments.steps;
+    const auto runs = consecutive_runs(context.active[s]);
     if (complete) {
-      stacks_[s].moments.steps.add_(1);
-    } else {
+      steps.add_(1);
+    } else if (static_cast<int64_t>(runs.size()) <= kMostRunsPerChunk) {
       // A slice per run of active blocks: no mask to send to the device.
-      for (const auto& run : consecutive_runs(context.active[s])) {
-        stacks_[s].moments.steps.narrow(0, run.block, run.length).add_(1);
-      }
+      for (const auto& run : runs) steps.narrow(0, run.block, run.length).add_(1);
+    } else {
+      // Scattered blocks: one mask rather than a launch per run.
+      std::vector<bool> mask(stack.count(), false);
+      for (auto b : context.active[s]) mask[b] = true;
+      steps.add_(bool_mask(mask, steps.device()).view({-1, 1, 1}));
     }
     // 1 − β^t of every block at once, whatever chunks follow: an element-wise exp runs
     // in SIMD lanes or in a loop's scalar tail depending on where an element sits, so

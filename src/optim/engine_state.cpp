@@ -107,7 +107,8 @@ int64_t bytes_of(const at::Tensor& tensor) { return tensor.defined() ? static_ca
 
 int64_t Engine::workspace_bytes() const {
   int64_t bytes = unchunked_workspace_bytes() + root_workspace_.bytes() + block_scratch_.bytes();
-  bytes += bytes_of(magnitudes_) + bytes_of(decision_);  // (and 12 bytes of host memory, decision_on_host_)
+  // (and 12 bytes of host memory, decision_on_host_)
+  bytes += bytes_of(magnitudes_) + bytes_of(failure_worst_) + bytes_of(decision_);
   for (const auto& stack : stacks_) {
     bytes += bytes_of(stack.gathered) + bytes_of(stack.grad_correction) + bytes_of(stack.stat_correction);
   }

@@ -22,7 +22,6 @@ struct Engine::StepContext {
   std::vector<bool> has_grad;                // per parameter
   std::vector<std::vector<int64_t>> active;  // per gradient stack: blocks with a gradient
   std::vector<bool> stack_complete;          // every block of the stack has one
-  std::vector<bool> mixed_start;             // its active blocks are not all past t_start, nor all before
   std::vector<double> decay;                 // per parameter: W's factor 1 − lr·wd
   const StepWrite* write = nullptr;          // where the directions go
 

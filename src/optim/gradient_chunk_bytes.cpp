@@ -7,8 +7,8 @@
 
 namespace dash::optim {
 
-int64_t gradient_chunk_bytes_per_block(const blocking::GradientStack& stack, const DashOptions& options,
-    const MomentState& moments, bool stack_complete, bool mixed_start) {
+int64_t gradient_chunk_bytes_per_block(
+    const blocking::GradientStack& stack, const DashOptions& options, const MomentState& moments, bool stack_complete) {
   const int64_t block = 4 * stack.rows * stack.cols;
   const int64_t factors = 4 * (stack.rows * stack.rows + (stack.one_sided ? 0 : stack.cols * stack.cols));
   const auto precision = options.preconditioning_precision();
@@ -21,7 +21,6 @@ int64_t gradient_chunk_bytes_per_block(const blocking::GradientStack& stack, con
   if (options.moment_precision() != MatmulPrecision::FP32) {
     direction += block * (1 + (moments.graft_stat.defined() ? 1 : 0) + (moments.momentum.defined() ? 1 : 0));
   }
-  if (mixed_start) direction += block;
   int64_t factor_update = block;
   if (options.factor_precision() != MatmulPrecision::FP32) factor_update += factors;
   if (!stack_complete) {

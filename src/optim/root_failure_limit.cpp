@@ -14,7 +14,7 @@ void root_failure_excess_into(at::Tensor out, at::Tensor worst, const std::vecto
   int64_t limited = 0;
   for (size_t k = 0; k < states.size(); ++k) {
     const auto limit = options_of(groups[stacks[k].group]).max_consecutive_root_failures();
-    if (limit == 0 || !states[k].consecutive_failures.defined()) continue;
+    if (limit <= 0 || !states[k].consecutive_failures.defined()) continue;
     auto slot = worst.select(0, limited++);
     at::amax_out(slot, states[k].consecutive_failures.view(-1), {0});
     slot.sub_(limit - 1);

@@ -180,10 +180,10 @@ TEST(NonRootStep, OtherPathsAllocateNothingEither) {
 // than kMostRunsPerChunk runs is gathered by index, and a 1-D parameter without a
 // gradient restores its segment's moments by a mask: both allocate, and are left
 // out here.)
-void expect_allocation_free_steps_without_some_gradients(double workspace_limit) {
+void expect_allocation_free_steps_without_some_gradients(double workspace_limit, c10::DeviceType device_type) {
   std::vector<at::Tensor> params;
   for (const auto& shape : std::vector<std::vector<int64_t>>{{64, 48}, {40, 37}, {48, 32}, {32}}) {
-    params.push_back(at::randn(shape).set_requires_grad(true));
+    params.push_back(at::randn(shape, at::TensorOptions(device_type)).set_requires_grad(true));
   }
   const int64_t start = 6, frequency = 4;
   Dash optimizer(params,
@@ -199,7 +199,7 @@ void expect_allocation_free_steps_without_some_gradients(double workspace_limit)
       ++t[i];
       root_step = root_step || (params[i].dim() == 2 && t[i] >= start && (t[i] - start) % frequency == 0);
     }
-    CountAllocations counter(1, c10::DeviceType::CPU);
+    CountAllocations counter(1, device_type);
     optimizer.step();
     if (step > start + 1 && !root_step) {
       ++checked;
@@ -213,9 +213,13 @@ void expect_allocation_free_steps_without_some_gradients(double workspace_limit)
 }
 
 TEST(NonRootStep, StepsWithoutSomeGradientsAllocateNothing) {
-  for (double limit : {1.0, 0.0}) {
-    SCOPED_TRACE(limit > 0 ? "a block at a time" : "whole stacks");
-    expect_allocation_free_steps_without_some_gradients(limit);
+  for (const auto& device_type : {c10::DeviceType::CPU, c10::DeviceType::CUDA}) {
+    if (device_type == c10::DeviceType::CUDA && !at::hasCUDA()) continue;
+    for (double limit : {1.0, 0.0}) {
+      SCOPED_TRACE(std::string(limit > 0 ? "a block at a time" : "whole stacks") +
+                   (device_type == c10::DeviceType::CUDA ? " on CUDA" : " on the CPU"));
+      expect_allocation_free_steps_without_some_gradients(limit, device_type);
+    }
   }
 }
 
@@ -242,7 +246,9 @@ TEST(NonRootStep, RanksOfEverySchemeAllocateNothing) {
           optimizer.step();
           const bool root_step = step >= 2 && (step - 2) % 4 == 0;
           if (step >= 4 && !root_step) {
-            EXPECT_EQ(counter.reporter().count, 0) << "rank " << rank << ", step " << step << " allocated, by site:\n"
+            // (SCOPED_TRACE is the main thread's: the rank's message names the case.)
+            EXPECT_EQ(counter.reporter().count, 0) << to_string(scheme) << ", workspace limit " << limit << ", rank "
+                                                   << rank << ", step " << step << " allocated, by site:\n"
                                                    << counter.reporter().sites();
           }
         }
