@@ -26,6 +26,10 @@
 // A reporter made for one device type counts only that device's allocations (others
 // in `other_device`): on CUDA, what the caching allocator hands out.
 //
+// One restricted to its own thread (only_this_thread()) counts only that thread's
+// (others in `other_threads`): a collective's backend may work on threads of its own,
+// which LibTorch 2's c10d hands the reporter to (its Gloo workers allocate there).
+//
 // Each counted allocation is booked under its site, the innermost dash:: scope and
 // operator around it (`sites()`), so that a failing test says where they were made.
 
@@ -41,6 +45,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace dash::testing {
@@ -57,6 +62,13 @@ class AllocationReporter : public c10::MemoryReportingInfoBase {
   std::atomic<int64_t> in_matmul{0};        ///< inside a bmm/baddbmm kernel; not in the counts above
   std::atomic<int64_t> wrapped_scalars{0};  ///< numbers wrapped by `.Scalar` operators; not counted
   std::atomic<int64_t> other_device{0};     ///< on another device than the one asked for; not counted
+  std::atomic<int64_t> other_threads{0};    ///< on another thread, when restricted to one; not counted
+
+  /// From now on, counts only the calling thread's allocations.
+  void only_this_thread() {
+    thread_ = std::this_thread::get_id();
+    restricted_ = true;
+  }
 
   // LibTorch 1.x passes the totals as int64_t, 2.x as size_t; whichever the base
   // class declares is overridden, the other is an unused overload.
@@ -93,6 +105,10 @@ class AllocationReporter : public c10::MemoryReportingInfoBase {
  private:
   void record(int64_t size, c10::Device device) {
     if (size <= 0) return;
+    if (restricted_ && std::this_thread::get_id() != thread_) {
+      ++other_threads;
+      return;
+    }
     if (device_type_ && device.type() != *device_type_) {
       ++other_device;
       return;
@@ -129,6 +145,8 @@ class AllocationReporter : public c10::MemoryReportingInfoBase {
 
   int64_t large_bytes_;
   std::optional<c10::DeviceType> device_type_;
+  std::atomic<bool> restricted_{false};
+  std::thread::id thread_;
   mutable std::mutex sites_mutex_;
   std::map<std::string, int64_t> sites_;
 };
@@ -160,6 +178,8 @@ class CountAllocations {
   CountAllocations& operator=(const CountAllocations&) = delete;
 
   const AllocationReporter& reporter() const { return *reporter_; }
+  /// Counts only this thread's allocations from now on (AllocationReporter::only_this_thread).
+  void count_only_this_thread() { reporter_->only_this_thread(); }
 
  private:
   static bool is_matmul(const char* name) {
