@@ -132,6 +132,31 @@ std::vector<ParameterState> copied_states(const Dash& optimizer, size_t count) {
   return states;
 }
 
+// Each block's t counts the steps its parameter had a gradient in: parameters of one
+// stack (one 16 × 16 block each) skip steps in patterns that leave a few runs of
+// blocks with gradients (t advanced per run) or many (one mask).
+TEST(ParameterState, BlockStepCountsAreThoseOfTheirParametersGradients) {
+  constexpr int64_t kParams = 12;
+  std::vector<at::Tensor> params;
+  for (int64_t i = 0; i < kParams; ++i) params.push_back(at::zeros({16, 16}).set_requires_grad(true));
+  Dash optimizer(params, DashOptions(0.01).block_size(16).start_step(100));
+  std::vector<int64_t> expected(kParams, 0);
+  for (int64_t step = 1; step <= 9; ++step) {
+    for (int64_t i = 0; i < kParams; ++i) {
+      // Every third step all of them; then parameters 3–5 without a gradient (two
+      // runs); then every odd one (six runs of one block).
+      const bool has = step % 3 == 0 || (step % 3 == 1 ? (i < 3 || i > 5) : i % 2 == 0);
+      params[i].mutable_grad() = has ? at::randn({16, 16}) : at::Tensor();
+      if (has) ++expected[i];
+    }
+    optimizer.step();
+  }
+  for (int64_t i = 0; i < kParams; ++i) {
+    EXPECT_EQ(state_of(optimizer, static_cast<size_t>(i)).at("block.0.step").item<double>(), expected[i])
+        << "parameter " << i;
+  }
+}
+
 TEST(ParameterState, LoadedStatesContinueBitwise) {
   Problem original, resumed;
   Dash optimizer(original.params, original.options);
