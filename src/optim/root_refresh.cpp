@@ -225,7 +225,7 @@ void StackRoots::choose_method() {
   }
   auto due_factors = static_cast<int64_t>(rows.size()) == stack_.count
                          ? state_.factors
-                         : state_.factors.index_select(0, at::tensor(rows, at::kLong).to(device));
+                         : state_.factors.index_select(0, index_tensor(rows, device));
   due_factors = widened(due_factors, buffers_.scratch);
   try {
     InverseRootWorkspace trial_workspace;

@@ -1,5 +1,6 @@
 #include "optim/rows.h"
 
+#include "optim/host_masks.h"
 #include "optim/workspace_budget.h"
 
 #include <ATen/ATen.h>
@@ -66,7 +67,7 @@ std::vector<Rows> chunk_rows(
     } else if (const auto runs = consecutive_runs(blocks); static_cast<int64_t>(runs.size()) <= kMostRunsPerChunk) {
       for (const auto& run : runs) chunks.push_back(Rows::range(run.block, run.length));
     } else {
-      if (!indices.defined()) indices = at::tensor(active, at::kLong).to(device);
+      if (!indices.defined()) indices = index_tensor(active, device);
       chunks.push_back(Rows::subset(std::move(blocks), indices.narrow(0, position, length)));
     }
     position += length;
