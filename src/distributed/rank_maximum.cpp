@@ -27,10 +27,4 @@ void take_maximum_over_ranks(const DistributedContext& context, at::Tensor& valu
   }
 }
 
-at::Tensor maximum_over_ranks(const DistributedContext& context, const at::Tensor& values) {
-  auto copy = values.to(at::kFloat, /*non_blocking=*/false, /*copy=*/true).contiguous();
-  take_maximum_over_ranks(context, copy);
-  return copy;
-}
-
 }  // namespace dash::distributed

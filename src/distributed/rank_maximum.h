@@ -15,7 +15,4 @@ namespace dash::distributed {
 /// naming the collective, when it fails.
 void take_maximum_over_ranks(const DistributedContext& context, at::Tensor& values);
 
-/// The same into a float32 copy of `values` (any dtype and layout), returned.
-at::Tensor maximum_over_ranks(const DistributedContext& context, const at::Tensor& values);
-
 }  // namespace dash::distributed

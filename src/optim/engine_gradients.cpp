@@ -76,12 +76,10 @@ bool Engine::gradients_usable(StepContext& context) {
   if (!decision_.defined()) {
     decision_ = at::zeros({3}, adamw_grad_.options().dtype(at::kFloat));
     decision_on_host_ = at::zeros({3}, at::TensorOptions().dtype(at::kFloat));
+    failure_worst_ = at::zeros({static_cast<int64_t>(factors_.size()) + 1}, factor_resets_total_.options());
   }
   // (No gradient elements at all: nothing to skip for; a zero stands in.)
   decision_.select(0, 0).copy_(kernels::largest_magnitude_of_list(checked_gradients(context), magnitudes_));
-  if (!failure_worst_.defined()) {
-    failure_worst_ = at::zeros({static_cast<int64_t>(factors_.size()) + 1}, factor_resets_total_.options());
-  }
   root_failure_excess_into(decision_.select(0, 1), failure_worst_, plan_.factor_stacks, factors_, *context.groups);
   decision_.select(0, 2).copy_(factor_resets_total_);
   auto agreed = decision_.narrow(0, 0, 2);
@@ -189,7 +187,7 @@ void Engine::count_active_blocks(StepContext& context) {
     const bool complete = static_cast<int64_t>(context.active[s].size()) == stack.count();
     context.stack_complete.push_back(complete);
     auto& steps = stacks_[s].moments.steps;
-    const auto runs = consecutive_runs(context.active[s]);
+    const auto runs = complete ? std::vector<BlockRun>{} : consecutive_runs(context.active[s]);
     if (complete) {
       steps.add_(1);
     } else if (static_cast<int64_t>(runs.size()) <= kMostRunsPerChunk) {

@@ -166,8 +166,9 @@ TEST(ShareExchange, TheDecisionIsTheMaximumOverRanksWithNanAsInfinity) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   std::vector<at::Tensor> decided(2);
   on_two_ranks({}, [&](int64_t rank, DistributedContext& context) {
-    const auto mine = rank == 0 ? at::tensor({1.0, -2.0, nan}, at::kFloat) : at::tensor({3.0, -5.0, 0.0}, at::kFloat);
-    decided[rank] = maximum_over_ranks(context, mine);
+    auto mine = rank == 0 ? at::tensor({1.0, -2.0, nan}, at::kFloat) : at::tensor({3.0, -5.0, 0.0}, at::kFloat);
+    take_maximum_over_ranks(context, mine);
+    decided[rank] = mine;
   });
   const auto infinity = std::numeric_limits<float>::infinity();
   for (int64_t rank = 0; rank < 2; ++rank) {

@@ -147,6 +147,12 @@ TEST_P(NonRootStepTest, AllocatesNothingOnItsDevice) {
   expect_allocation_free_non_root_steps(DashOptions(1e-3).root(dash::testing::solver_options(method)), device_type);
 }
 
+// The CPU, and CUDA where a device is present.
+std::vector<c10::DeviceType> devices_present() {
+  if (!at::hasCUDA()) return {c10::DeviceType::CPU};
+  return {c10::DeviceType::CPU, c10::DeviceType::CUDA};
+}
+
 // The same for the options that take other paths through the step: chunks within a
 // workspace limit, bf16 preconditioning, momentum, weight decay, bf16 state, one
 // block at a time, grafting without a statistic, and a root failure limit (checked
@@ -163,8 +169,7 @@ TEST(NonRootStep, OtherPathsAllocateNothingEither) {
       {"SGD grafting", DashOptions(1e-3).grafting(GraftingType::SGD)},
       {"root failure limit", DashOptions(1e-3).max_consecutive_root_failures(3)},
   };
-  for (const auto& device_type : {c10::DeviceType::CPU, c10::DeviceType::CUDA}) {
-    if (device_type == c10::DeviceType::CUDA && !at::hasCUDA()) continue;
+  for (const auto& device_type : devices_present()) {
     for (const auto& [name, options] : variants) {
       SCOPED_TRACE(name + (device_type == c10::DeviceType::CUDA ? " on CUDA" : " on the CPU"));
       expect_allocation_free_non_root_steps(options, device_type);
@@ -213,8 +218,7 @@ void expect_allocation_free_steps_without_some_gradients(double workspace_limit,
 }
 
 TEST(NonRootStep, StepsWithoutSomeGradientsAllocateNothing) {
-  for (const auto& device_type : {c10::DeviceType::CPU, c10::DeviceType::CUDA}) {
-    if (device_type == c10::DeviceType::CUDA && !at::hasCUDA()) continue;
+  for (const auto& device_type : devices_present()) {
     for (double limit : {1.0, 0.0}) {
       SCOPED_TRACE(std::string(limit > 0 ? "a block at a time" : "whole stacks") +
                    (device_type == c10::DeviceType::CUDA ? " on CUDA" : " on the CPU"));
