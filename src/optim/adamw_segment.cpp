@@ -4,6 +4,10 @@
 #include "optim/moments.h"
 
 #include <ATen/ATen.h>
+#include <c10/util/Exception.h>
+
+#include <array>
+#include <vector>
 
 namespace dash::optim {
 
@@ -14,28 +18,71 @@ AdamWSegmentState zero_adamw_segment(
   return {std::move(moments), std::move(work)};
 }
 
+namespace {
+
+/// A stretch of a segment's elements, `offset` from the segment's first.
+struct SegmentRange {
+  int64_t offset = 0;
+  int64_t length = 0;
+};
+
+/// The elements of `segment` whose parameters have no gradient, neighbours merged.
+std::vector<SegmentRange> ranges_without_gradient(const blocking::AdamWSegment& segment,
+    const std::vector<blocking::ParameterSlot>& slots, const std::vector<bool>& has_grad) {
+  std::vector<SegmentRange> ranges;
+  for (auto i : segment.params) {
+    if (has_grad[i] || slots[i].numel == 0) continue;
+    const auto offset = slots[i].offset - segment.offset;
+    if (!ranges.empty() && ranges.back().offset + ranges.back().length == offset) {
+      ranges.back().length += slots[i].numel;
+    } else {
+      ranges.push_back({offset, slots[i].numel});
+    }
+  }
+  return ranges;
+}
+
+std::array<at::Tensor*, 4> moment_tensors(MomentState& moments) {
+  return {&moments.grad_ema, &moments.graft_stat, &moments.momentum, &moments.steps};
+}
+
+/// Copies the `ranges` of every moment into `kept`, one after another (grown where
+/// they do not fit), or (`restore`) back from it.
+void exchange_ranges(MomentState& moments, const std::vector<SegmentRange>& ranges, int64_t numel,
+    std::array<at::Tensor, 4>& kept, bool restore) {
+  const auto tensors = moment_tensors(moments);
+  for (size_t m = 0; m < tensors.size(); ++m) {
+    const auto& moment = *tensors[m];
+    if (!moment.defined()) continue;
+    auto& copies = kept[m];
+    if (!copies.defined() || copies.numel() < numel || copies.dtype() != moment.dtype()) {
+      TORCH_INTERNAL_ASSERT(!restore, "dash: a segment's kept moments went missing within a step");
+      copies = at::empty({numel}, moment.options());
+    }
+    int64_t position = 0;
+    for (const auto& range : ranges) {
+      auto elements = moment.view(-1).narrow(0, range.offset, range.length);
+      auto copy = copies.narrow(0, position, range.length);
+      restore ? elements.copy_(copy) : copy.copy_(elements);
+      position += range.length;
+    }
+  }
+}
+
+}  // namespace
+
 void step_adamw_segment(const blocking::AdamWSegment& segment, const std::vector<blocking::ParameterSlot>& slots,
     const std::vector<bool>& has_grad, const DashOptions& options, const at::Tensor& grad, AdamWSegmentState& state,
     at::Tensor update) {
   auto& moments = state.moments;
-  bool all_active = true;
-  for (auto i : segment.params) all_active = all_active && has_grad[i];
-  // Parameters without a gradient keep their moments and t: t advances only where
-  // active, and the moments are restored where not.
-  at::Tensor ema_before;
-  at::Tensor statistic_before;
-  at::Tensor active;
-  if (!all_active) {
-    active = at::zeros({1, 1, segment.numel}, grad.options().dtype(at::kBool));
-    for (auto i : segment.params) {
-      if (has_grad[i]) active.narrow(2, slots[i].offset - segment.offset, slots[i].numel).fill_(true);
-    }
-    ema_before = moments.grad_ema.clone();
-    statistic_before = moments.graft_stat.clone();
-    moments.steps.add_(active);
-  } else {
-    moments.steps.add_(1);
-  }
+  // Parameters without a gradient keep their moments and t: the whole segment steps
+  // (its launches do not depend on which parameters have gradients), then their
+  // elements are put back from copies, bitwise, in buffers kept across steps.
+  const auto idle = ranges_without_gradient(segment, slots, has_grad);
+  int64_t idle_numel = 0;
+  for (const auto& range : idle) idle_numel += range.length;
+  if (idle_numel > 0) exchange_ranges(moments, idle, idle_numel, state.kept_without_gradient, /*restore=*/false);
+  moments.steps.add_(1);
   const auto hyper = adamw_hyper(options);
   moments.grad_correction =
       bias_correction_into(state.grad_correction, hyper.beta_grad, moments.steps, hyper.bias_correction);
@@ -43,12 +90,8 @@ void step_adamw_segment(const blocking::AdamWSegment& segment, const std::vector
       bias_correction_into(state.stat_correction, hyper.beta_graft, moments.steps, hyper.bias_correction);
   grafting_direction(grad, moments, hyper, state.work);
   moments.grad_correction = moments.stat_correction = at::Tensor();  // the buffers stay the segment's
-  const auto& direction = state.work.graft;
-  if (!all_active) {
-    moments.grad_ema.copy_(at::where(active, moments.grad_ema, ema_before));
-    moments.graft_stat.copy_(at::where(active, moments.graft_stat, statistic_before));
-  }
-  update.copy_(direction.view(-1)).mul_(options.lr());
+  if (idle_numel > 0) exchange_ranges(moments, idle, idle_numel, state.kept_without_gradient, /*restore=*/true);
+  update.copy_(state.work.graft.view(-1)).mul_(options.lr());
 }
 
 }  // namespace dash::optim

@@ -11,6 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <vector>
 
 namespace dash::optim {
@@ -21,6 +22,10 @@ struct AdamWSegmentState {
   /// 1 − β^t of each element, rewritten in place at each step; not state, not saved.
   at::Tensor grad_correction{};
   at::Tensor stat_correction{};
+  /// During a step, the moments and t of the parameters without a gradient, to be
+  /// put back (one flat buffer per moment, grown to the most such elements so far);
+  /// not state, not saved.
+  std::array<at::Tensor, 4> kept_without_gradient{};
 };
 
 /// A segment's zero state for a group with `options`.

@@ -160,7 +160,7 @@ void Engine::update_factors(StepContext& context, size_t s, const Rows& rows) {
   ScopedPhase phase(profile_, Phase::Factors);
   auto side = [&](int64_t factor_stack, int64_t offset, bool left) {
     auto segment = factors_[factor_stack].factors.narrow(0, offset, stack.count());
-    auto part = rows.take(segment);
+    auto part = rows.take(segment, &block_scratch_);
     auto computed = widened(part, block_scratch_);
     accumulate_factor(computed, grad, left, beta);
     store_rounded(part, computed);
@@ -210,7 +210,8 @@ at::Tensor Engine::preconditioning_roots(
     state.root_operands_current = false;
   }
   if (!rounded_copy) {
-    return linalg::in_dtype(rows.take(state.roots.narrow(0, offset, count)), operand_dtype, block_scratch_);
+    return linalg::in_dtype(
+        rows.take(state.roots.narrow(0, offset, count), &block_scratch_), operand_dtype, block_scratch_);
   }
   if (!state.root_operands.defined()) {
     state.root_operands = at::empty_like(state.roots, state.roots.options().dtype(operand_dtype));
@@ -219,7 +220,7 @@ at::Tensor Engine::preconditioning_roots(
     state.root_operands.copy_(state.roots);
     state.root_operands_current = true;
   }
-  return rows.take(state.root_operands.narrow(0, offset, count));
+  return rows.take(state.root_operands.narrow(0, offset, count), &block_scratch_);
 }
 
 // A chunk's buffers, from block_scratch_ (kept across steps). The gradient is dead
@@ -246,10 +247,10 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   const auto precision = options.preconditioning_precision();
   auto work = chunk_workspace(grad, precision);
   const auto hyper = step_hyper(options);
-  const auto stored = moments_of(state.moments, rows);
+  const auto stored = moments_of(state.moments, rows, &block_scratch_);
   auto moments = widened_moments(stored, block_scratch_);
-  moments.grad_correction = rows.take(state.grad_correction);
-  moments.stat_correction = rows.take(state.stat_correction);
+  moments.grad_correction = rows.take(state.grad_correction, &block_scratch_);
+  moments.stat_correction = rows.take(state.stat_correction, &block_scratch_);
   {
     ScopedPhase phase(profile_, Phase::Grafting);
     grafting_direction(grad, moments, hyper, work);
@@ -318,7 +319,7 @@ std::vector<double> Engine::weight_decay_factors(const StepContext& context) con
 // The chunks each phase works on, built once per step: per gradient stack, its
 // blocks with a gradient in runs that fit the blocks' share of the workspace (one
 // block each for Execution::Sequential).
-std::vector<std::vector<Rows>> Engine::chunks_per_stack(const StepContext& context) const {
+std::vector<std::vector<Rows>> Engine::chunks_per_stack(const StepContext& context) {
   std::vector<std::vector<Rows>> chunks_of(stacks_.size());
   for (size_t s = 0; s < stacks_.size(); ++s) {
     const auto& active = context.active[s];
@@ -331,7 +332,7 @@ std::vector<std::vector<Rows>> Engine::chunks_per_stack(const StepContext& conte
         options.execution() == Execution::Sequential
             ? 1
             : items_per_chunk(static_cast<int64_t>(active.size()), bytes_per_block, 0, context.budget.blocks());
-    chunks_of[s] = chunk_rows(active, stack.count(), size, params_.front().device());
+    chunks_of[s] = chunk_rows(active, stack.count(), size, params_.front().device(), stacks_[s].active_indices);
   }
   return chunks_of;
 }

@@ -42,6 +42,11 @@ struct GradientStackState {
   /// (count_active_blocks); not state, not saved.
   at::Tensor grad_correction{};
   at::Tensor stat_correction{};
+  /// The step's blocks with a gradient where they are scattered: their numbers (the
+  /// chunks' subsets) and a 0/1 mask (t's increment), on the device, in buffers
+  /// kept across steps; not state, not saved.
+  at::Tensor active_indices{};
+  at::Tensor active_mask{};
 };
 
 class Engine {
@@ -145,7 +150,7 @@ class Engine {
   std::vector<at::Tensor> checked_gradients(const StepContext& context) const;
   bool gradients_usable(StepContext& context);
   void count_active_blocks(StepContext& context);
-  std::vector<std::vector<Rows>> chunks_per_stack(const StepContext& context) const;
+  std::vector<std::vector<Rows>> chunks_per_stack(const StepContext& context);
   at::Tensor gradient_blocks(const StepContext& context, size_t stack, const Rows& rows);
   void update_factors(StepContext& context, size_t stack, const Rows& rows);
   void refresh_roots(StepContext& context, size_t factor_stack);

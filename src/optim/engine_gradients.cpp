@@ -156,7 +156,7 @@ void Engine::gather_gradients(const StepContext& context) {
 at::Tensor Engine::gradient_blocks(const StepContext& context, size_t s, const Rows& rows) {
   ScopedPhase phase(profile_, Phase::Copies);
   const auto& gathered = stacks_[s].gathered;
-  if (gathered.defined()) return rows.take(gathered);
+  if (gathered.defined()) return rows.take(gathered, &block_scratch_);
   const auto& stack = plan_.gradient_stacks[s];
   auto blocks =
       block_scratch_.empty({static_cast<int64_t>(rows.blocks().size()), stack.rows, stack.cols}, adamw_grad_.options());
@@ -194,10 +194,10 @@ void Engine::count_active_blocks(StepContext& context) {
       // A slice per run of active blocks: no mask to send to the device.
       for (const auto& run : runs) steps.narrow(0, run.block, run.length).add_(1);
     } else {
-      // Scattered blocks: one mask rather than a launch per run.
-      std::vector<bool> mask(stack.count(), false);
-      for (auto b : context.active[s]) mask[b] = true;
-      steps.add_(bool_mask(mask, steps.device()).view({-1, 1, 1}));
+      // Scattered blocks: one mask (t's dtype: adds 1 exactly) rather than a launch per run.
+      std::vector<float> mask(stack.count(), 0.0f);
+      for (auto b : context.active[s]) mask[b] = 1.0f;
+      steps.add_(values_into(stacks_[s].active_mask, mask, steps.device()).view({-1, 1, 1}));
     }
     // 1 − β^t of every block at once, whatever chunks follow: an element-wise exp runs
     // in SIMD lanes or in a loop's scalar tail depending on where an element sits, so

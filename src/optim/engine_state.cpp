@@ -110,7 +110,8 @@ int64_t Engine::workspace_bytes() const {
   // (and 12 bytes of host memory, decision_on_host_)
   bytes += bytes_of(magnitudes_) + bytes_of(failure_worst_) + bytes_of(decision_);
   for (const auto& stack : stacks_) {
-    bytes += bytes_of(stack.gathered) + bytes_of(stack.grad_correction) + bytes_of(stack.stat_correction);
+    bytes += bytes_of(stack.gathered) + bytes_of(stack.grad_correction) + bytes_of(stack.stat_correction) +
+             bytes_of(stack.active_indices) + bytes_of(stack.active_mask);
   }
   for (const auto& factor : factors_) bytes += bytes_of(factor.root_operands);
   return bytes;
@@ -122,6 +123,7 @@ int64_t Engine::unchunked_workspace_bytes() const {
   for (const auto& segment : segments_) {
     bytes += bytes_of(segment.work.ghat) + bytes_of(segment.work.graft) + bytes_of(segment.grad_correction) +
              bytes_of(segment.stat_correction);
+    for (const auto& kept : segment.kept_without_gradient) bytes += bytes_of(kept);
   }
   return bytes;
 }

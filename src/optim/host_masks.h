@@ -26,6 +26,27 @@ inline at::Tensor bool_mask(const std::vector<bool>& values, const at::Device& d
   return host_to_device(at::tensor(bytes, at::kByte), device).to(at::kBool);
 }
 
+/// `values` as an (N,) tensor on `device`, in `kept` (grown when it is too small or
+/// elsewhere): after the first steps, sending allocates nothing on the device. A
+/// copy (through pinned memory to a CUDA device) is queued before the function
+/// returns, so `values` may go.
+template <typename T>
+at::Tensor values_into(at::Tensor& kept, const std::vector<T>& values, const at::Device& device) {
+  const auto dtype = c10::CppTypeToScalarType<T>::value;
+  const auto count = static_cast<int64_t>(values.size());
+  if (!kept.defined() || kept.numel() < count || kept.device() != device || kept.scalar_type() != dtype) {
+    kept = at::empty({count}, at::TensorOptions(device).dtype(dtype));
+  }
+  const auto host = at::from_blob(const_cast<T*>(values.data()), {count}, dtype);
+  auto out = kept.narrow(0, 0, count);
+  if (device.is_cuda()) {
+    out.copy_(host.pin_memory(), /*non_blocking=*/true);
+  } else {
+    out.copy_(host);
+  }
+  return out;
+}
+
 /// `values` as an (N,) int64 tensor on `device`.
 inline at::Tensor index_tensor(const std::vector<int64_t>& values, const at::Device& device) {
   return host_to_device(at::tensor(values, at::kLong), device);

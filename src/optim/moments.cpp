@@ -18,8 +18,8 @@ MomentState zero_moments(const std::vector<int64_t>& shape, bool steps_per_block
   return state;
 }
 
-MomentState moments_of(const MomentState& full, const Rows& rows) {
-  auto part = [&](const at::Tensor& t) { return t.defined() ? rows.take(t) : t; };
+MomentState moments_of(const MomentState& full, const Rows& rows, kernels::Scratch* scratch) {
+  auto part = [&](const at::Tensor& t) { return t.defined() ? rows.take(t, scratch) : t; };
   return {part(full.grad_ema), part(full.graft_stat), part(full.momentum), part(full.steps)};
 }
 

@@ -21,8 +21,9 @@ namespace dash::optim {
 MomentState zero_moments(const std::vector<int64_t>& shape, bool steps_per_block, const StepHyper& hyper,
     const at::TensorOptions& to, at::ScalarType dtype = at::kFloat);
 
-/// The part of `full` that `rows` own (views, or copies for a scattered subset).
-MomentState moments_of(const MomentState& full, const Rows& rows);
+/// The part of `full` that `rows` own (views, or copies for a scattered subset, in
+/// buffers of `scratch` where given: Rows::take).
+MomentState moments_of(const MomentState& full, const Rows& rows, kernels::Scratch* scratch = nullptr);
 
 /// Writes back a part that moments_of() copied (nothing for views).
 void put_moments(MomentState& full, const MomentState& part, const Rows& rows);

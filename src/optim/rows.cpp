@@ -1,5 +1,6 @@
 #include "optim/rows.h"
 
+#include "kernels/scratch.h"
 #include "optim/host_masks.h"
 #include "optim/workspace_budget.h"
 
@@ -32,8 +33,14 @@ Rows Rows::subset(std::vector<int64_t> blocks, at::Tensor indices) {
   return rows;
 }
 
-at::Tensor Rows::take(const at::Tensor& full) const {
-  if (indices_.defined()) return full.index_select(0, indices_);
+at::Tensor Rows::take(const at::Tensor& full, kernels::Scratch* scratch) const {
+  if (indices_.defined()) {
+    if (scratch == nullptr) return full.index_select(0, indices_);
+    auto sizes = full.sizes().vec();
+    sizes[0] = indices_.numel();
+    auto part = scratch->empty(sizes, full.options());
+    return at::index_select_out(part, full, 0, indices_);
+  }
   if (everything_) return full;
   return full.narrow(0, blocks_.front(), static_cast<int64_t>(blocks_.size()));
 }
@@ -53,8 +60,8 @@ std::vector<BlockRun> consecutive_runs(const std::vector<int64_t>& blocks) {
   return runs;
 }
 
-std::vector<Rows> chunk_rows(
-    const std::vector<int64_t>& active, int64_t stack_count, int64_t chunk_size, const c10::Device& device) {
+std::vector<Rows> chunk_rows(const std::vector<int64_t>& active, int64_t stack_count, int64_t chunk_size,
+    const c10::Device& device, at::Tensor& kept_indices) {
   std::vector<Rows> chunks;
   at::Tensor indices;  // of the active blocks
   int64_t position = 0;
@@ -67,7 +74,7 @@ std::vector<Rows> chunk_rows(
     } else if (const auto runs = consecutive_runs(blocks); static_cast<int64_t>(runs.size()) <= kMostRunsPerChunk) {
       for (const auto& run : runs) chunks.push_back(Rows::range(run.block, run.length));
     } else {
-      if (!indices.defined()) indices = index_tensor(active, device);
+      if (!indices.defined()) indices = values_into(kept_indices, active, device);
       chunks.push_back(Rows::subset(std::move(blocks), indices.narrow(0, position, length)));
     }
     position += length;

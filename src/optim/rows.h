@@ -9,6 +9,10 @@
 #include <cstdint>
 #include <vector>
 
+namespace dash::kernels {
+class Scratch;
+}  // namespace dash::kernels
+
 namespace dash::optim {
 
 /// Which blocks of a stack a piece of work touches. `take` gives the part of a
@@ -21,7 +25,9 @@ class Rows {
   /// `indices`: `blocks` as an int64 tensor on the stack's device.
   static Rows subset(std::vector<int64_t> blocks, at::Tensor indices);
 
-  at::Tensor take(const at::Tensor& full) const;
+  /// A view, or for a subset a copy: into a buffer of `scratch` where one is given
+  /// (kept across steps, so that a step allocates nothing), else a new tensor.
+  at::Tensor take(const at::Tensor& full, kernels::Scratch* scratch = nullptr) const;
   /// Writes back a part that take() gathered (a no-op for views, which were modified in place).
   void put(at::Tensor& full, const at::Tensor& part) const;
   /// The block numbers, on the host.
@@ -55,8 +61,9 @@ inline constexpr int64_t kMostRunsPerChunk = 4;
 /// The blocks `active` (ascending) of a stack of `stack_count` blocks in chunks of
 /// at most `chunk_size`: each the whole stack, a range of it, or, where a chunk's
 /// blocks are not one range, its runs (at most kMostRunsPerChunk) or a subset (whose
-/// indices go to `device` once for all chunks, not once per chunk or phase).
-std::vector<Rows> chunk_rows(
-    const std::vector<int64_t>& active, int64_t stack_count, int64_t chunk_size, const c10::Device& device);
+/// indices go to `device` once for all chunks, not once per chunk or phase, into
+/// `kept_indices`, a buffer kept across steps: host_masks.h, values_into).
+std::vector<Rows> chunk_rows(const std::vector<int64_t>& active, int64_t stack_count, int64_t chunk_size,
+    const c10::Device& device, at::Tensor& kept_indices);
 
 }  // namespace dash::optim

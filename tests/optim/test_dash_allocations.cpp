@@ -177,17 +177,23 @@ TEST(NonRootStep, OtherPathsAllocateNothingEither) {
   }
 }
 
-// Steps where a matrix has no gradient (every even step): its blocks, between two
-// other matrices' in the stack they share, are left out of that stack's work (two
-// runs of blocks), and its t lags, so that within the stack some blocks are past
-// t_start and some not. Both kinds of step allocate nothing either, one block at a
-// time (a limit of 1 byte) or the whole stack at once (no limit). (A chunk of more
-// than kMostRunsPerChunk runs is gathered by index, and a 1-D parameter without a
-// gradient restores its segment's moments by a mask: both allocate, and are left
-// out here.)
-void expect_allocation_free_steps_without_some_gradients(double workspace_limit, c10::DeviceType device_type) {
+// Steps where a matrix and a vector have no gradient (every even step): the
+// matrix's blocks, between two other matrices' in the stack they share, are left
+// out of that stack's work (two runs of blocks), and its t lags, so that within the
+// stack some blocks are past t_start and some not; the vector's elements, between
+// two others' in their AdamW segment, are put back after the segment's step.
+// `scattered`: besides, every other one of eight single-block matrices has no
+// gradient then, so that their stack's blocks with one are more than
+// kMostRunsPerChunk runs: gathered by index into scratch buffers, t advanced by a
+// mask. Both kinds of step allocate nothing either, one block at a time (a limit of
+// 1 byte) or the whole stack at once (no limit).
+void expect_allocation_free_steps_without_some_gradients(
+    double workspace_limit, c10::DeviceType device_type, bool scattered) {
+  std::vector<std::vector<int64_t>> shapes{{64, 48}, {40, 37}, {48, 32}, {32}, {24}, {16}};
+  const auto first_single = static_cast<int64_t>(shapes.size());
+  if (scattered) shapes.insert(shapes.end(), 8, {16, 16});
   std::vector<at::Tensor> params;
-  for (const auto& shape : std::vector<std::vector<int64_t>>{{64, 48}, {40, 37}, {48, 32}, {32}}) {
+  for (const auto& shape : shapes) {
     params.push_back(at::randn(shape, at::TensorOptions(device_type)).set_requires_grad(true));
   }
   const int64_t start = 6, frequency = 4;
@@ -198,7 +204,9 @@ void expect_allocation_free_steps_without_some_gradients(double workspace_limit,
   for (int64_t step = 1; step <= 16; ++step) {
     bool root_step = false;
     for (size_t i = 0; i < params.size(); ++i) {
-      const bool has = !(i == 1 && step % 2 == 0);
+      const auto n = static_cast<int64_t>(i);
+      const bool sometimes = n == 1 || n == 4 || (n >= first_single && (n - first_single) % 2 == 1);
+      const bool has = !(sometimes && step % 2 == 0);
       params[i].mutable_grad() = has ? at::randn_like(params[i]) : at::Tensor();
       if (!has) continue;
       ++t[i];
@@ -219,10 +227,13 @@ void expect_allocation_free_steps_without_some_gradients(double workspace_limit,
 
 TEST(NonRootStep, StepsWithoutSomeGradientsAllocateNothing) {
   for (const auto& device_type : devices_present()) {
-    for (double limit : {1.0, 0.0}) {
-      SCOPED_TRACE(std::string(limit > 0 ? "a block at a time" : "whole stacks") +
-                   (device_type == c10::DeviceType::CUDA ? " on CUDA" : " on the CPU"));
-      expect_allocation_free_steps_without_some_gradients(limit, device_type);
+    for (bool scattered : {false, true}) {
+      for (double limit : {1.0, 0.0}) {
+        SCOPED_TRACE(std::string(limit > 0 ? "a block at a time" : "whole stacks") +
+                     (scattered ? ", scattered blocks" : "") +
+                     (device_type == c10::DeviceType::CUDA ? " on CUDA" : " on the CPU"));
+        expect_allocation_free_steps_without_some_gradients(limit, device_type, scattered);
+      }
     }
   }
 }

@@ -463,6 +463,35 @@ TEST(DashSafety, ParameterWithoutGradientIsSkipped) {
   EXPECT_LE((b.detach() - b_alone.detach()).abs().max().item<double>(), 1e-5);
 }
 
+// The same for 1-D parameters, which share one AdamW segment: a parameter without a
+// gradient between steps with one keeps its moments and t (its neighbour in the
+// segment steps on), so it goes on as a run that never had the steps without.
+TEST(DashSafety, OneDimensionalParameterWithoutGradientKeepsItsMoments) {
+  auto generator = at::detail::createCPUGenerator(6);
+  auto before = at::randn({5}, generator).set_requires_grad(true);
+  auto idle = at::randn({7}, generator).set_requires_grad(true);
+  auto after = at::randn({3}, generator).set_requires_grad(true);
+  auto idle_alone = idle.detach().clone().set_requires_grad(true);
+  const auto options = DashOptions(0.05).weight_decay(0.1);
+  Dash optimizer({before, idle, after}, options);
+  Dash reference({idle_alone}, options);
+  auto step = [&](bool idle_has_gradient) {
+    before.mutable_grad() = at::randn({5}, generator);
+    after.mutable_grad() = at::randn({3}, generator);
+    auto g = at::randn({7}, generator);
+    idle.mutable_grad() = idle_has_gradient ? g : at::Tensor();
+    idle_alone.mutable_grad() = g.clone();
+    optimizer.step();
+    if (idle_has_gradient) reference.step();
+  };
+  for (int t = 0; t < 2; ++t) step(true);
+  const auto idle_before = idle.detach().clone();
+  for (int t = 0; t < 3; ++t) step(false);
+  EXPECT_TRUE(at::equal(idle.detach(), idle_before));
+  for (int t = 0; t < 3; ++t) step(true);
+  EXPECT_LE((idle.detach() - idle_alone.detach()).abs().max().item<double>(), 1e-6);
+}
+
 TEST(DashSafety, BadOptionsAreRejectedAtConstruction) {
   auto param = at::ones({2, 2}).set_requires_grad(true);
   auto with = [&](DashOptions options) { return error_of([&] { Dash optimizer({param}, options); }); };

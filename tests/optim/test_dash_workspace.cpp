@@ -5,6 +5,7 @@
 
 #include <dash/optimizer.h>
 
+#include "kernels/scratch.h"
 #include "optim/rows.h"
 #include "optim/workspace_budget.h"
 #include "support/error_message.h"
@@ -103,23 +104,37 @@ std::vector<std::vector<int64_t>> taken_blocks(const std::vector<optim::Rows>& c
 
 TEST(Rows, ChunksWithAFewGapsAreRunsOfSlicesAndScatteredOnesSubsets) {
   const c10::Device cpu(at::kCPU);
+  at::Tensor indices;  // kept across the calls, as a stack's
   using Blocks = std::vector<std::vector<int64_t>>;
-  EXPECT_EQ(taken_blocks(optim::chunk_rows({0, 1, 2, 3}, 4, 10, cpu), 4), (Blocks{{0, 1, 2, 3}}));
-  EXPECT_EQ(taken_blocks(optim::chunk_rows({2, 3, 4}, 8, 10, cpu), 8), (Blocks{{2, 3, 4}}));
+  EXPECT_EQ(taken_blocks(optim::chunk_rows({0, 1, 2, 3}, 4, 10, cpu, indices), 4), (Blocks{{0, 1, 2, 3}}));
+  EXPECT_EQ(taken_blocks(optim::chunk_rows({2, 3, 4}, 8, 10, cpu, indices), 8), (Blocks{{2, 3, 4}}));
   // A parameter without a gradient leaves a gap: two runs, each a slice (a view of the stack).
-  const auto gap = optim::chunk_rows({0, 1, 2, 6, 7}, 8, 10, cpu);
+  const auto gap = optim::chunk_rows({0, 1, 2, 6, 7}, 8, 10, cpu, indices);
   EXPECT_EQ(taken_blocks(gap, 8), (Blocks{{0, 1, 2}, {6, 7}}));
   const auto stack = at::zeros({8, 1, 1});
   for (const auto& rows : gap) EXPECT_TRUE(rows.take(stack).is_alias_of(stack));
   // Chunks of 3 first, then runs within each chunk.
-  EXPECT_EQ(taken_blocks(optim::chunk_rows({0, 1, 2, 6, 7, 9}, 10, 3, cpu), 10), (Blocks{{0, 1, 2}, {6, 7}, {9}}));
+  EXPECT_EQ(
+      taken_blocks(optim::chunk_rows({0, 1, 2, 6, 7, 9}, 10, 3, cpu, indices), 10), (Blocks{{0, 1, 2}, {6, 7}, {9}}));
   // More runs than kMostRunsPerChunk: one subset, gathered by index (a copy).
   std::vector<int64_t> scattered;
   for (int64_t b = 0; b <= 2 * optim::kMostRunsPerChunk; b += 2) scattered.push_back(b);
-  const auto subset = optim::chunk_rows(scattered, 2 * optim::kMostRunsPerChunk + 1, 100, cpu);
+  const auto subset = optim::chunk_rows(scattered, 2 * optim::kMostRunsPerChunk + 1, 100, cpu, indices);
   EXPECT_EQ(taken_blocks(subset, 2 * optim::kMostRunsPerChunk + 1), (Blocks{scattered}));
   const auto scattered_stack = at::zeros({2 * optim::kMostRunsPerChunk + 1, 1, 1});
   EXPECT_FALSE(subset.front().take(scattered_stack).is_alias_of(scattered_stack));
+  // The engine's way: the copy in a scratch buffer (the same blocks), and the next
+  // step's indices in the same kept buffer.
+  const auto numbered = at::arange(2 * optim::kMostRunsPerChunk + 1, at::kLong).view({-1, 1, 1});
+  kernels::Scratch scratch;
+  const auto part = subset.front().take(numbered, &scratch);
+  EXPECT_TRUE(at::equal(part.view(-1), at::tensor(scattered, at::kLong)));
+  EXPECT_EQ(scratch.buffers(), 1u);
+  const auto* kept = indices.data_ptr<int64_t>();
+  for (auto& block : scattered) ++block;
+  const auto next = optim::chunk_rows(scattered, 2 * optim::kMostRunsPerChunk + 2, 100, cpu, indices);
+  EXPECT_EQ(taken_blocks(next, 2 * optim::kMostRunsPerChunk + 2), (Blocks{scattered}));
+  EXPECT_EQ(indices.data_ptr<int64_t>(), kept);
 }
 
 // A model of ragged shapes for B = 8 · scale: matrices that tile and that do not,
