@@ -2,6 +2,7 @@
 
 #include "optim/dash_options.h"
 #include "optim/moments.h"
+#include "optim/state_rows.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -42,28 +43,31 @@ std::vector<SegmentRange> ranges_without_gradient(const blocking::AdamWSegment& 
   return ranges;
 }
 
-std::array<at::Tensor*, 4> moment_tensors(MomentState& moments) {
-  return {&moments.grad_ema, &moments.graft_stat, &moments.momentum, &moments.steps};
-}
+enum class Exchange { Keep, PutBack };
 
-/// Copies the `ranges` of every moment into `kept`, one after another (grown where
-/// they do not fit), or (`restore`) back from it.
+/// The `ranges` of every moment, one after another, into `kept` (grown where they do
+/// not fit), or back from it.
 void exchange_ranges(MomentState& moments, const std::vector<SegmentRange>& ranges, int64_t numel,
-    std::array<at::Tensor, 4>& kept, bool restore) {
-  const auto tensors = moment_tensors(moments);
-  for (size_t m = 0; m < tensors.size(); ++m) {
-    const auto& moment = *tensors[m];
+    std::array<at::Tensor, 4>& kept, Exchange direction) {
+  const auto fields = moment_fields(moments);
+  for (size_t m = 0; m < fields.size(); ++m) {
+    const auto& moment = *fields[m].second;
     if (!moment.defined()) continue;
     auto& copies = kept[m];
-    if (!copies.defined() || copies.numel() < numel || copies.dtype() != moment.dtype()) {
-      TORCH_INTERNAL_ASSERT(!restore, "dash: a segment's kept moments went missing within a step");
+    if (!copies.defined() || copies.numel() < numel || copies.dtype() != moment.dtype() ||
+        copies.device() != moment.device()) {
+      TORCH_INTERNAL_ASSERT(direction == Exchange::Keep, "dash: a segment's kept moments went missing within a step");
       copies = at::empty({numel}, moment.options());
     }
     int64_t position = 0;
     for (const auto& range : ranges) {
       auto elements = moment.view(-1).narrow(0, range.offset, range.length);
       auto copy = copies.narrow(0, position, range.length);
-      restore ? elements.copy_(copy) : copy.copy_(elements);
+      if (direction == Exchange::Keep) {
+        copy.copy_(elements);
+      } else {
+        elements.copy_(copy);
+      }
       position += range.length;
     }
   }
@@ -81,7 +85,7 @@ void step_adamw_segment(const blocking::AdamWSegment& segment, const std::vector
   const auto idle = ranges_without_gradient(segment, slots, has_grad);
   int64_t idle_numel = 0;
   for (const auto& range : idle) idle_numel += range.length;
-  if (idle_numel > 0) exchange_ranges(moments, idle, idle_numel, state.kept_without_gradient, /*restore=*/false);
+  if (idle_numel > 0) exchange_ranges(moments, idle, idle_numel, state.kept_without_gradient, Exchange::Keep);
   moments.steps.add_(1);
   const auto hyper = adamw_hyper(options);
   moments.grad_correction =
@@ -90,7 +94,7 @@ void step_adamw_segment(const blocking::AdamWSegment& segment, const std::vector
       bias_correction_into(state.stat_correction, hyper.beta_graft, moments.steps, hyper.bias_correction);
   grafting_direction(grad, moments, hyper, state.work);
   moments.grad_correction = moments.stat_correction = at::Tensor();  // the buffers stay the segment's
-  if (idle_numel > 0) exchange_ranges(moments, idle, idle_numel, state.kept_without_gradient, /*restore=*/true);
+  if (idle_numel > 0) exchange_ranges(moments, idle, idle_numel, state.kept_without_gradient, Exchange::PutBack);
   update.copy_(state.work.graft.view(-1)).mul_(options.lr());
 }
 

@@ -23,8 +23,8 @@ struct AdamWSegmentState {
   at::Tensor grad_correction{};
   at::Tensor stat_correction{};
   /// During a step, the moments and t of the parameters without a gradient, to be
-  /// put back (one flat buffer per moment, grown to the most such elements so far);
-  /// not state, not saved.
+  /// put back (one flat buffer per moment, in moment_fields' order, grown to the most
+  /// such elements so far); not state, not saved.
   std::array<at::Tensor, 4> kept_without_gradient{};
 };
 

@@ -160,7 +160,7 @@ void Engine::update_factors(StepContext& context, size_t s, const Rows& rows) {
   ScopedPhase phase(profile_, Phase::Factors);
   auto side = [&](int64_t factor_stack, int64_t offset, bool left) {
     auto segment = factors_[factor_stack].factors.narrow(0, offset, stack.count());
-    auto part = rows.take(segment, &block_scratch_);
+    auto part = rows.take(segment, subset_scratch(context));
     auto computed = widened(part, block_scratch_);
     accumulate_factor(computed, grad, left, beta);
     store_rounded(part, computed);
@@ -211,7 +211,7 @@ at::Tensor Engine::preconditioning_roots(
   }
   if (!rounded_copy) {
     return linalg::in_dtype(
-        rows.take(state.roots.narrow(0, offset, count), &block_scratch_), operand_dtype, block_scratch_);
+        rows.take(state.roots.narrow(0, offset, count), subset_scratch(context)), operand_dtype, block_scratch_);
   }
   if (!state.root_operands.defined()) {
     state.root_operands = at::empty_like(state.roots, state.roots.options().dtype(operand_dtype));
@@ -221,6 +221,15 @@ at::Tensor Engine::preconditioning_roots(
     state.root_operands_current = true;
   }
   return rows.take(state.root_operands.narrow(0, offset, count), &block_scratch_);
+}
+
+// Where a scattered chunk's copies of its blocks go (Rows::take): without a workspace
+// limit into the block scratch, which keeps them for the next such step, so that
+// the step allocates nothing; within a limit they are temporaries, as the limit's
+// chunks count them: buffers kept for chunks of two kinds (subsets and ranges)
+// would together take more than the blocks' share of the limit.
+kernels::Scratch* Engine::subset_scratch(const StepContext& context) {
+  return context.budget.bounded() ? nullptr : &block_scratch_;
 }
 
 // A chunk's buffers, from block_scratch_ (kept across steps). The gradient is dead
@@ -247,10 +256,10 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   const auto precision = options.preconditioning_precision();
   auto work = chunk_workspace(grad, precision);
   const auto hyper = step_hyper(options);
-  const auto stored = moments_of(state.moments, rows, &block_scratch_);
+  const auto stored = moments_of(state.moments, rows, subset_scratch(context));
   auto moments = widened_moments(stored, block_scratch_);
-  moments.grad_correction = rows.take(state.grad_correction, &block_scratch_);
-  moments.stat_correction = rows.take(state.stat_correction, &block_scratch_);
+  moments.grad_correction = rows.take(state.grad_correction, subset_scratch(context));
+  moments.stat_correction = rows.take(state.stat_correction, subset_scratch(context));
   {
     ScopedPhase phase(profile_, Phase::Grafting);
     grafting_direction(grad, moments, hyper, work);

@@ -157,6 +157,7 @@ class Engine {
   at::Tensor preconditioning_roots(const StepContext& context, size_t factor_stack, int64_t offset, int64_t count,
       const Rows& rows, MatmulPrecision precision);
   /// A chunk's buffers for `grad`'s blocks, from the scratch kept across steps.
+  kernels::Scratch* subset_scratch(const StepContext& context);
   Workspace chunk_workspace(const at::Tensor& grad, MatmulPrecision precision);
   /// Forms lr · P of the chosen blocks and hands it to the distributor.
   void write_direction(StepContext& context, size_t stack, const Rows& rows);

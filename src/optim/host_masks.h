@@ -29,7 +29,9 @@ inline at::Tensor bool_mask(const std::vector<bool>& values, const at::Device& d
 /// `values` as an (N,) tensor on `device`, in `kept` (grown when it is too small or
 /// elsewhere): after the first steps, sending allocates nothing on the device. A
 /// copy (through pinned memory to a CUDA device) is queued before the function
-/// returns, so `values` may go.
+/// returns, so `values` may go. The result is a view of `kept`: it holds until the
+/// next call with that buffer, whose copy the stream orders after the work queued
+/// on it before (one stream per optimizer, as for every buffer kept across steps).
 template <typename T>
 at::Tensor values_into(at::Tensor& kept, const std::vector<T>& values, const at::Device& device) {
   const auto dtype = c10::CppTypeToScalarType<T>::value;

@@ -26,7 +26,8 @@ class Rows {
   static Rows subset(std::vector<int64_t> blocks, at::Tensor indices);
 
   /// A view, or for a subset a copy: into a buffer of `scratch` where one is given
-  /// (kept across steps, so that a step allocates nothing), else a new tensor.
+  /// (kept across steps, so that a step allocates nothing; the buffer is free again
+  /// once the caller lets the copy go), else a new tensor.
   at::Tensor take(const at::Tensor& full, kernels::Scratch* scratch = nullptr) const;
   /// Writes back a part that take() gathered (a no-op for views, which were modified in place).
   void put(at::Tensor& full, const at::Tensor& part) const;
@@ -62,7 +63,8 @@ inline constexpr int64_t kMostRunsPerChunk = 4;
 /// at most `chunk_size`: each the whole stack, a range of it, or, where a chunk's
 /// blocks are not one range, its runs (at most kMostRunsPerChunk) or a subset (whose
 /// indices go to `device` once for all chunks, not once per chunk or phase, into
-/// `kept_indices`, a buffer kept across steps: host_masks.h, values_into).
+/// `kept_indices`, a buffer kept across steps: host_masks.h, values_into). The
+/// subsets index `kept_indices`: they hold until the next call with that buffer.
 std::vector<Rows> chunk_rows(const std::vector<int64_t>& active, int64_t stack_count, int64_t chunk_size,
     const c10::Device& device, at::Tensor& kept_indices);
 

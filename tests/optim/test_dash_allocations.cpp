@@ -182,16 +182,17 @@ TEST(NonRootStep, OtherPathsAllocateNothingEither) {
 // out of that stack's work (two runs of blocks), and its t lags, so that within the
 // stack some blocks are past t_start and some not; the vector's elements, between
 // two others' in their AdamW segment, are put back after the segment's step.
-// `scattered`: besides, every other one of eight single-block matrices has no
-// gradient then, so that their stack's blocks with one are more than
-// kMostRunsPerChunk runs: gathered by index into scratch buffers, t advanced by a
-// mask. Both kinds of step allocate nothing either, one block at a time (a limit of
-// 1 byte) or the whole stack at once (no limit).
+// `scattered`: besides, every other one of ten 8 × 8 matrices (one block each, a
+// stack of their own, in their order) has no gradient then, so that the stack's
+// blocks with one are 5 runs, more than kMostRunsPerChunk: t advances by a mask, and
+// without a limit the stack's chunk is a subset, gathered by index into scratch
+// buffers (within the limit of 1 byte, each chunk is one block). Both kinds of step
+// allocate nothing either, one block at a time or the whole stack at once.
 void expect_allocation_free_steps_without_some_gradients(
     double workspace_limit, c10::DeviceType device_type, bool scattered) {
   std::vector<std::vector<int64_t>> shapes{{64, 48}, {40, 37}, {48, 32}, {32}, {24}, {16}};
   const auto first_single = static_cast<int64_t>(shapes.size());
-  if (scattered) shapes.insert(shapes.end(), 8, {16, 16});
+  if (scattered) shapes.insert(shapes.end(), 10, {8, 8});
   std::vector<at::Tensor> params;
   for (const auto& shape : shapes) {
     params.push_back(at::randn(shape, at::TensorOptions(device_type)).set_requires_grad(true));

@@ -463,33 +463,75 @@ TEST(DashSafety, ParameterWithoutGradientIsSkipped) {
   EXPECT_LE((b.detach() - b_alone.detach()).abs().max().item<double>(), 1e-5);
 }
 
-// The same for 1-D parameters, which share one AdamW segment: a parameter without a
-// gradient between steps with one keeps its moments and t (its neighbour in the
-// segment steps on), so it goes on as a run that never had the steps without.
-TEST(DashSafety, OneDimensionalParameterWithoutGradientKeepsItsMoments) {
+// The same for 1-D parameters, which share their group's AdamW segment: parameters
+// without a gradient between steps with one (two neighbours in the first group's
+// segment, one in the second's, whose segment starts further on) keep their state
+// bitwise, while their neighbours in the segment step on; with gradients again
+// they go on as runs that never had the steps without.
+TEST(DashSafety, OneDimensionalParametersWithoutGradientKeepTheirMoments) {
   auto generator = at::detail::createCPUGenerator(6);
-  auto before = at::randn({5}, generator).set_requires_grad(true);
-  auto idle = at::randn({7}, generator).set_requires_grad(true);
-  auto after = at::randn({3}, generator).set_requires_grad(true);
-  auto idle_alone = idle.detach().clone().set_requires_grad(true);
+  const std::vector<std::vector<int64_t>> shapes{{5}, {7}, {4}, {3}, {6}, {2}};
+  const std::vector<bool> idle_between{false, true, true, false, false, true};
+  const std::vector<size_t> group_of{0, 0, 0, 0, 1, 1};
   const auto options = DashOptions(0.05).weight_decay(0.1);
-  Dash optimizer({before, idle, after}, options);
-  Dash reference({idle_alone}, options);
-  auto step = [&](bool idle_has_gradient) {
-    before.mutable_grad() = at::randn({5}, generator);
-    after.mutable_grad() = at::randn({3}, generator);
-    auto g = at::randn({7}, generator);
-    idle.mutable_grad() = idle_has_gradient ? g : at::Tensor();
-    idle_alone.mutable_grad() = g.clone();
+  const auto second_options = DashOptions(options).lr(0.02);
+  std::vector<at::Tensor> params;
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<at::Tensor>{}, std::make_unique<DashOptions>(options));
+  groups.emplace_back(std::vector<at::Tensor>{}, std::make_unique<DashOptions>(second_options));
+  std::vector<at::Tensor> alone;
+  std::vector<std::unique_ptr<Dash>> references;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    params.push_back(at::randn(shapes[i], generator).set_requires_grad(true));
+    groups[group_of[i]].params().push_back(params[i]);
+    if (!idle_between[i]) continue;
+    alone.push_back(params[i].detach().clone().set_requires_grad(true));
+    references.push_back(
+        std::make_unique<Dash>(std::vector<at::Tensor>{alone.back()}, group_of[i] == 0 ? options : second_options));
+  }
+  Dash optimizer(std::move(groups), options);
+  auto step = [&](bool idle_have_gradients) {
+    size_t r = 0;
+    for (size_t i = 0; i < params.size(); ++i) {
+      auto g = at::randn(shapes[i], generator);
+      const bool has = idle_have_gradients || !idle_between[i];
+      params[i].mutable_grad() = has ? g : at::Tensor();
+      if (!idle_between[i]) continue;
+      alone[r].mutable_grad() = g.clone();
+      if (has) references[r]->step();
+      ++r;
+    }
     optimizer.step();
-    if (idle_has_gradient) reference.step();
   };
   for (int t = 0; t < 2; ++t) step(true);
-  const auto idle_before = idle.detach().clone();
+  std::vector<at::Tensor> values_before;
+  std::vector<ParameterState> states_before;
+  for (size_t i = 0; i < params.size(); ++i) {
+    values_before.push_back(params[i].detach().clone());
+    states_before.push_back(optimizer.parameter_state(i));
+    for (auto& [name, tensor] : states_before.back()) tensor = tensor.clone();
+  }
   for (int t = 0; t < 3; ++t) step(false);
-  EXPECT_TRUE(at::equal(idle.detach(), idle_before));
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!idle_between[i]) {
+      EXPECT_FALSE(at::equal(params[i].detach(), values_before[i])) << "parameter " << i << " stepped on";
+      continue;
+    }
+    EXPECT_TRUE(at::equal(params[i].detach(), values_before[i])) << "parameter " << i;
+    const auto state = optimizer.parameter_state(i);
+    ASSERT_EQ(state.size(), states_before[i].size());
+    for (size_t e = 0; e < state.size(); ++e) {
+      EXPECT_TRUE(at::equal(state[e].second, states_before[i][e].second))
+          << "parameter " << i << "'s " << state[e].first;
+    }
+  }
   for (int t = 0; t < 3; ++t) step(true);
-  EXPECT_LE((idle.detach() - idle_alone.detach()).abs().max().item<double>(), 1e-6);
+  size_t r = 0;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!idle_between[i]) continue;
+    EXPECT_LE((params[i].detach() - alone[r].detach()).abs().max().item<double>(), 1e-6) << "parameter " << i;
+    ++r;
+  }
 }
 
 TEST(DashSafety, BadOptionsAreRejectedAtConstruction) {

@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <iostream>
 #include <limits>
 #include <string>
@@ -301,13 +302,17 @@ std::vector<at::Tensor> memory_model(const DashOptions& options) {
 // besides the state within `limit`: what it kept from the steps before
 // (workspace_bytes when it began) plus the peak of what it allocates
 // (step_peak_bytes: buffers it adds included, state it adds not), less the
-// buffers the limit does not divide.
-void expect_steps_within(
-    Dash& optimizer, std::vector<at::Tensor>& params, double limit, int steps, const std::string& label) {
+// buffers the limit does not divide. `has_gradient(step, i)`: whether parameter i
+// has one in that step (unset: all, always).
+void expect_steps_within(Dash& optimizer, std::vector<at::Tensor>& params, double limit, int steps,
+    const std::string& label, const std::function<bool(int, size_t)>& has_gradient = nullptr) {
   optimizer.profile_memory(true);
   auto before = optimizer.diagnostics();
   for (int step = 0; step < steps; ++step) {
-    for (auto& p : params) p.mutable_grad() = at::randn_like(p);
+    for (size_t i = 0; i < params.size(); ++i) {
+      const bool has = !has_gradient || has_gradient(step, i);
+      params[i].mutable_grad() = has ? at::randn_like(params[i]) : at::Tensor();
+    }
     optimizer.step();
     const auto after = optimizer.diagnostics();
     ASSERT_GE(after.step_peak_bytes, 0) << "measured";
@@ -336,6 +341,29 @@ TEST(WorkspaceLimit, MeasuredStepMemoryStaysWithinTheLimit) {
     Dash optimizer(params, DashOptions(variant.options).workspace_limit(limit));
     expect_steps_within(optimizer, params, limit, 6, variant.label);
   }
+}
+
+// Steps where every other one of ten single-block matrices has no gradient: their
+// blocks with one are scattered through the stack they share with the model's
+// (more than kMostRunsPerChunk runs), so chunks of them are subsets, gathered into
+// the scratch. Those steps keep within the limit too.
+TEST(WorkspaceLimit, StepsWithScatteredBlocksStayWithinTheLimit) {
+  const auto options = DashOptions(0.01).block_size(8).start_step(1).root_frequency(2).execution(Execution::Batched);
+  auto params = memory_model(options);
+  const auto first_single = params.size();
+  auto generator = at::detail::createCPUGenerator(4);
+  for (int i = 0; i < 10; ++i) params.push_back(at::randn({8, 8}, generator).set_requires_grad(true));
+  auto has_gradient = [&](int step, size_t i) {
+    return step % 2 == 0 || i < first_single || (i - first_single) % 2 == 0;
+  };
+  Dash unbounded(params, DashOptions(options).workspace_limit(0.0));
+  for (int step = 0; step < 3; ++step) {
+    for (auto& p : params) p.mutable_grad() = at::randn_like(p);
+    unbounded.step();
+  }
+  const double limit = 0.25 * static_cast<double>(unbounded.diagnostics().workspace_bytes);
+  Dash optimizer(params, DashOptions(options).workspace_limit(limit));
+  expect_steps_within(optimizer, params, limit, 6, "scattered", has_gradient);
 }
 
 // A limit set (or lowered) after steps without one: the buffers those steps made
