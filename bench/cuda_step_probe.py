@@ -25,6 +25,9 @@ import dash
 ROOT_CONFIGS = {
     "ndb-multi-pi-fp32": dict(root_method="ndb", scaling="multi-pi", precision="fp32"),
     "ndb-multi-pi-bf16": dict(root_method="ndb", scaling="multi-pi", precision="bf16"),
+    # The same without the gradient check: what the step's one host sync costs.
+    "ndb-multi-pi-fp32-unchecked": dict(root_method="ndb", scaling="multi-pi", precision="fp32",
+                                        non_finite_gradients="unchecked"),
     "cn-multi-pi-fp32": dict(root_method="cn", scaling="multi-pi", precision="fp32"),
     "cn-fro-fp16": dict(root_method="cn", scaling="fro", precision="fp16"),
     "evd": dict(root_method="evd"),
@@ -110,7 +113,8 @@ def main():
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--block", type=int, default=1024)
     parser.add_argument("--frequency", type=int, default=10)
-    parser.add_argument("--configs", default="ndb-multi-pi-fp32,ndb-multi-pi-bf16,cn-fro-fp16,evd,auto")
+    parser.add_argument("--configs",
+                        default="ndb-multi-pi-fp32,ndb-multi-pi-fp32-unchecked,ndb-multi-pi-bf16,cn-fro-fp16,evd,auto")
     parser.add_argument("--json", default="")
     parser.add_argument("--sync-debug", type=int, default=1, help="0: do not count syncs (no debug mode)")
     parser.add_argument("--fresh-grads", type=int, default=1, help="0: write gradients into the same tensors")

@@ -48,8 +48,14 @@ enum class Execution {
   Auto,
 };
 
-/// What a non-finite gradient does. Either way one scalar is read back per step.
-enum class NonFiniteGradients { Error, SkipStep };
+/// What a non-finite gradient does. Error and SkipStep check the gradients of every
+/// step (and skip steps whose gradients would overflow the float32 statistics), and
+/// the step reads one scalar back (on CUDA, the host waits there for the gradients).
+/// Unchecked checks nothing, as torch.optim's optimizers: a non-finite gradient, or
+/// a finite one above the overflow bound, reaches the state and can make the
+/// parameters NaN; a step of only such groups reads nothing back (unless a group has
+/// a root failure limit): for steps bound by launches, and for CUDA graphs.
+enum class NonFiniteGradients { Error, SkipStep, Unchecked };
 
 struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions> {
   using betas_t = std::tuple<double, double>;

@@ -185,6 +185,7 @@ void Engine::refresh_roots(StepContext& context, size_t k) {
     }
   }
   if (std::none_of(due.begin(), due.end(), [](bool is_due) { return is_due; })) return;
+  context.roots_computed = true;
   factors_[k].root_operands_current = false;
   ScopedPhase phase(profile_, Phase::Roots);
   RootBuffers buffers{root_workspace_, block_scratch_, factor_resets_total_};
@@ -429,6 +430,9 @@ void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& grou
   };
   for_each_chunk([&](size_t s, const Rows& rows) { update_factors(context, s, rows); });
   for (size_t k = 0; k < factors_.size(); ++k) refresh_roots(context, k);
+  // A step that read no decision learns of factors reset at its root computation
+  // here (a read back on root steps only); the others at the next step's decision.
+  if (!context.decision_read && context.roots_computed) announce_factor_resets(factor_resets_total_.item<int64_t>());
   context.decay = weight_decay_factors(context);
   const StepWrite write{plan_, params_, context.has_grad, context.decay};
   context.write = &write;

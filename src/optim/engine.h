@@ -149,6 +149,7 @@ class Engine {
   void gather_gradients(const StepContext& context);
   std::vector<at::Tensor> checked_gradients(const StepContext& context) const;
   bool gradients_usable(StepContext& context);
+  void announce_factor_resets(int64_t resets);
   void count_active_blocks(StepContext& context);
   std::vector<std::vector<Rows>> chunks_per_stack(const StepContext& context);
   at::Tensor gradient_blocks(const StepContext& context, size_t stack, const Rows& rows);

@@ -35,15 +35,28 @@ bool Engine::collect_gradients(StepContext& context) {
 // gathered buffers (each element this process uses is in a stack or a segment, as
 // float32); within a workspace limit, which gathers the blocks chunk by chunk later,
 // the gradients of the parameters whose blocks or segments this process computes.
+// Groups whose gradients go unchecked are left out.
 std::vector<at::Tensor> Engine::checked_gradients(const StepContext& context) const {
   std::vector<at::Tensor> checked;
   if (context.keep_gradients) {
-    for (const auto& stack : stacks_) checked.push_back(stack.gathered);
-    checked.push_back(adamw_grad_);
+    for (size_t s = 0; s < stacks_.size(); ++s) {
+      if (context.checks(plan_.gradient_stacks[s].group)) checked.push_back(stacks_[s].gathered);
+    }
+    const auto& segments = plan_.adamw_segments;
+    if (std::all_of(segments.begin(), segments.end(), [&](const auto& s) { return context.checks(s.group); })) {
+      checked.push_back(adamw_grad_);  // one tensor: one reduction
+      return checked;
+    }
+    for (size_t j = 0; j < segments.size(); ++j) {
+      if (context.checks(segments[j].group))
+        checked.push_back(adamw_grad_.narrow(0, segment_offsets_[j], segments[j].numel));
+    }
     return checked;
   }
   for (size_t i = 0; i < params_.size(); ++i) {
-    if (context.has_grad[i] && param_use_[i] == ParamUse::Whole) checked.push_back(params_[i].grad());
+    if (context.has_grad[i] && param_use_[i] == ParamUse::Whole && context.checks(plan_.parameters[i].group)) {
+      checked.push_back(params_[i].grad());
+    }
   }
   // A parameter only some of whose blocks are this rank's: the rectangles of those
   // blocks' regions, as matrices whose rows are contiguous (one pass each, no copy;
@@ -51,7 +64,7 @@ std::vector<at::Tensor> Engine::checked_gradients(const StepContext& context) co
   for (const auto& stack : plan_.gradient_stacks) {
     for (const auto& region : stack.regions) {
       const auto i = static_cast<size_t>(region.param);
-      if (!context.has_grad[i] || param_use_[i] != ParamUse::Part) continue;
+      if (!context.has_grad[i] || param_use_[i] != ParamUse::Part || !context.checks(stack.group)) continue;
       checked.push_back(blocking::as_matrix(params_[i].grad(), plan_.parameters[i].view)
                             .narrow(0, region.row, region.grid_rows * region.block_rows)
                             .narrow(1, region.col, region.grid_cols * region.block_cols));
@@ -70,7 +83,16 @@ std::vector<at::Tensor> Engine::checked_gradients(const StepContext& context) co
 // Returns false when the step is to be skipped: a non-finite gradient
 // (non_finite_gradients) or one above overflow_limit() (always skipped: the
 // float32 statistics would overflow and no later root could be computed).
+// Groups that leave their gradients unchecked and have no failure limit need no
+// decision: a step of only such groups reads nothing back.
 bool Engine::gradients_usable(StepContext& context) {
+  const auto& groups = *context.groups;
+  context.decision_read = std::any_of(groups.begin(), groups.end(), [](const auto& group) {
+    const auto& options = options_of(group);
+    return options.non_finite_gradients() != NonFiniteGradients::Unchecked ||
+           options.max_consecutive_root_failures() > 0;
+  });
+  if (!context.decision_read) return true;
   // Into buffers kept across steps: [largest magnitude, past the failure limit,
   // resets] on the parameters' device, and its host copy (no allocation in a step).
   if (!decision_.defined()) {
@@ -89,19 +111,23 @@ bool Engine::gradients_usable(StepContext& context) {
   // Before anything of this step changes: the failures of earlier steps.
   if (host[1] > 0.0f) raise_root_failure_limit(plan_.factor_stacks, factors_, *context.groups);
   const double largest = host[0];
-  const auto resets = static_cast<int64_t>(host[2]);
-  if (resets > factor_resets_reported_) {
-    TORCH_WARN("dash::Dash: ", resets - factor_resets_reported_,
-        " factor(s) had overflowed, or were about to (entries above FLT_MAX/(16 b)), and were restarted from zero "
-        "at the last root computation; diagnostics().factor_stacks[k].factor_resets counts them");
-    factor_resets_reported_ = resets;
-  }
+  announce_factor_resets(static_cast<int64_t>(host[2]));
   if (largest <= overflow_limit_) return true;  // false for NaN
   auto policy = [&](size_t i) { return context.options(plan_.parameters[i].group).non_finite_gradients(); };
-  const auto reason =
-      judge_unusable_gradients(params_, context.has_grad, policy, largest, overflow_limit_, *distributor_);
+  auto checked = context.has_grad;  // the parameters whose gradients the largest magnitude covers
+  for (size_t i = 0; i < params_.size(); ++i) checked[i] = checked[i] && context.checks(plan_.parameters[i].group);
+  const auto reason = judge_unusable_gradients(params_, checked, policy, largest, overflow_limit_, *distributor_);
   ++(reason == SkipReason::Overflow ? overflow_skipped_steps_ : skipped_steps_);
   return false;
+}
+
+// Warns of the factors reset since the last warning (`resets`: how many so far).
+void Engine::announce_factor_resets(int64_t resets) {
+  if (resets <= factor_resets_reported_) return;
+  TORCH_WARN("dash::Dash: ", resets - factor_resets_reported_,
+      " factor(s) had overflowed, or were about to (entries above FLT_MAX/(16 b)), and were restarted from zero "
+      "at the last root computation; diagnostics().factor_stacks[k].factor_resets counts them");
+  factor_resets_reported_ = resets;
 }
 
 // Moves the AdamW parameters' gradients into their packed segments and, without a

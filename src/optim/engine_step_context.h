@@ -24,8 +24,12 @@ struct Engine::StepContext {
   std::vector<bool> stack_complete;          // every block of the stack has one
   std::vector<double> decay;                 // per parameter: W's factor 1 − lr·wd
   const StepWrite* write = nullptr;          // where the directions go
+  bool decision_read = true;                 // the step read its decision back (gradients_usable)
+  bool roots_computed = false;               // some factor's root was due
 
   const DashOptions& options(int64_t group) const { return options_of((*groups)[group]); }
+  /// Whether the step checks the gradients of `group` (its non_finite_gradients).
+  bool checks(int64_t group) const { return options(group).non_finite_gradients() != NonFiniteGradients::Unchecked; }
 };
 
 }  // namespace dash::optim

@@ -38,7 +38,7 @@
   COMPOSITE(adamw_betas, DashOptions::betas_t)                                                 \
   FIELD(adamw_eps, double, "ε of the 1-D parameters' AdamW")                                   \
   FIELD(execution, Execution, "batched (DASH), sequential (block by block) or auto (timed per factor stack)") \
-  FIELD(non_finite_gradients, NonFiniteGradients, "a NaN or Inf gradient: error or skip-step") \
+  FIELD(non_finite_gradients, NonFiniteGradients, "a NaN or Inf gradient: error, skip-step or unchecked") \
   FIELD(max_consecutive_root_failures, int64_t,                                                \
       "raise once a factor's roots failed this many computations in a row (0: never)")         \
   FIELD(preconditioning_precision, MatmulPrecision, "fp32 or bf16 operands of the preconditioning products L̄ Ĝ R̄") \

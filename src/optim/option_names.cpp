@@ -28,6 +28,7 @@ const common::NameTable<OneDimensional> kOneDimensional = {
 const common::NameTable<NonFiniteGradients> kNonFiniteGradients = {
     {"error", NonFiniteGradients::Error},
     {"skip-step", NonFiniteGradients::SkipStep},
+    {"unchecked", NonFiniteGradients::Unchecked},
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <ATen/ATen.h>
 #include <torch/optim/adam.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include "support/captured_warnings.h"
 #include "support/error_message.h"
 #include "support/solver_options.h"
 #include "support/twin_steps.h"
@@ -213,6 +214,85 @@ TEST(DashSafety, OverflowingFactorsRestartFromZero) {
   EXPECT_EQ(diagnostics.overflow_skipped_steps, 0);
   EXPECT_GE(diagnostics.factor_stacks[0].factor_resets, 2);  // L and R, at least once
   EXPECT_EQ(diagnostics.factor_stacks[0].failures, 0);
+  EXPECT_TRUE(at::isfinite(param).all().item<bool>());
+}
+
+// NonFiniteGradients::Unchecked checks nothing, as torch.optim's optimizers: finite
+// gradients give bitwise the steps of the checking policies (root steps included),
+// and a NaN gradient is neither refused nor skipped: it reaches the parameter.
+TEST(DashSafety, UncheckedGradientsStepAsCheckedOnesAndLetANanThrough) {
+  auto generator = at::detail::createCPUGenerator(8);
+  auto checked = at::randn({12, 10}, generator).set_requires_grad(true);
+  auto vector = at::randn({6}, generator).set_requires_grad(true);
+  auto unchecked = checked.detach().clone().set_requires_grad(true);
+  auto unchecked_vector = vector.detach().clone().set_requires_grad(true);
+  const auto options = DashOptions(0.05).block_size(4).start_step(2).root_frequency(3);
+  Dash reference({checked, vector}, options);
+  Dash optimizer(
+      {unchecked, unchecked_vector}, DashOptions(options).non_finite_gradients(NonFiniteGradients::Unchecked));
+  for (int t = 0; t < 9; ++t) {
+    const auto g = at::randn({12, 10}, generator);
+    const auto h = at::randn({6}, generator);
+    checked.mutable_grad() = g;
+    vector.mutable_grad() = h;
+    unchecked.mutable_grad() = g.clone();
+    unchecked_vector.mutable_grad() = h.clone();
+    reference.step();
+    optimizer.step();
+  }
+  EXPECT_TRUE(at::equal(unchecked.detach(), checked.detach()));
+  EXPECT_TRUE(at::equal(unchecked_vector.detach(), vector.detach()));
+  auto bad = at::ones({12, 10});
+  bad[1][2] = std::numeric_limits<float>::quiet_NaN();
+  unchecked.mutable_grad() = bad;
+  unchecked_vector.mutable_grad() = at::ones({6});
+  EXPECT_NO_THROW(optimizer.step());
+  EXPECT_EQ(optimizer.diagnostics().steps_taken, 10);
+  EXPECT_EQ(optimizer.diagnostics().skipped_steps, 0);
+  EXPECT_TRUE(at::isnan(unchecked.detach()).any().item<bool>());
+}
+
+// Beside a group that checks, an unchecked group's NaN (in a matrix and a vector)
+// neither raises nor skips the step, and the checking group's NaN still raises,
+// naming its parameter.
+TEST(DashSafety, AnUncheckedGroupIsLeftOutOfTheCheck) {
+  std::vector<at::Tensor> params{at::ones({4, 4}).set_requires_grad(true), at::ones({6, 6}).set_requires_grad(true),
+      at::ones({5}).set_requires_grad(true)};
+  std::vector<torch::optim::OptimizerParamGroup> groups;
+  groups.emplace_back(std::vector<at::Tensor>{params[0], params[2]},
+      std::make_unique<DashOptions>(DashOptions(0.1).non_finite_gradients(NonFiniteGradients::Unchecked)));
+  groups.emplace_back(std::vector<at::Tensor>{params[1]}, std::make_unique<DashOptions>(DashOptions(0.1)));
+  Dash optimizer(std::move(groups), DashOptions(0.1));
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  params[0].mutable_grad() = at::full({4, 4}, nan);
+  params[1].mutable_grad() = at::ones({6, 6});
+  params[2].mutable_grad() = at::full({5}, nan);
+  EXPECT_NO_THROW(optimizer.step());
+  EXPECT_EQ(optimizer.diagnostics().skipped_steps, 0);
+  EXPECT_FALSE(at::equal(params[1].detach(), at::ones({6, 6})));
+  EXPECT_TRUE(at::isfinite(params[1].detach()).all().item<bool>());
+  params[0].mutable_grad() = at::ones({4, 4});
+  params[1].mutable_grad() = at::full({6, 6}, nan);
+  params[2].mutable_grad() = at::ones({5});
+  // (Parameters are numbered group by group: the 6 × 6 matrix is the third.)
+  EXPECT_THAT(error_of([&] { optimizer.step(); }),
+      HasSubstr("non-finite gradient (NaN or Inf) in parameter 2 of shape [6, 6]"));
+}
+
+// A step that reads no decision still announces factors reset at its root
+// computations: there, at once.
+TEST(DashSafety, UncheckedStepsAnnounceFactorResetsAtTheirRootSteps) {
+  auto param = at::zeros({4, 4}).set_requires_grad(true);
+  Dash optimizer({param}, preconditioned_from_step_one(RootMethod::NewtonDB)
+                              .beta_factor(1.0)
+                              .non_finite_gradients(NonFiniteGradients::Unchecked));
+  testing::CapturedWarnings captured;
+  for (int t = 0; t < 120; ++t) {
+    param.mutable_grad() = at::full({4, 4}, 1e18f);
+    optimizer.step();
+  }
+  EXPECT_GE(optimizer.diagnostics().factor_stacks[0].factor_resets, 2);
+  EXPECT_THAT(captured.text(), HasSubstr("were restarted from zero"));
   EXPECT_TRUE(at::isfinite(param).all().item<bool>());
 }
 

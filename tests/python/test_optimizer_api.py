@@ -478,7 +478,7 @@ def test_group_keys_that_look_like_misspelt_options_warn():
 
 
 @pytest.mark.parametrize("bad", [float("nan"), float("inf")])
-def test_non_finite_gradients_raise_or_skip(bad):
+def test_non_finite_gradients_raise_skip_or_pass_unchecked(bad):
     params = make_params()
     gradients = fixed_gradients(params, 1)[0]
     gradients[0][3, 4] = bad
@@ -494,6 +494,11 @@ def test_non_finite_gradients_raise_or_skip(bad):
     assert torch.equal(flat(params), before)
     assert skipping.diagnostics()["skipped_steps"] == 1
     assert any("skipping a step" in str(w.message) for w in caught)
+
+    unchecked = dash.Dash(params, non_finite_gradients="unchecked", **OPTIONS)
+    apply_step(unchecked, params, gradients)  # as torch.optim: neither refused nor skipped
+    assert unchecked.diagnostics()["steps_taken"] == 1
+    assert not torch.isfinite(params[0]).all()
 
 
 def test_overflowing_gradient_skips_the_step_with_a_warning_and_training_recovers():
