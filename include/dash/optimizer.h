@@ -136,7 +136,8 @@ class Dash : public torch::optim::Optimizer {
   /// the float32 statistics (above √(FLT_MAX/16)/B ≈ 4.6e18/B, B the largest block
   /// side; 4.6e18 without blocks) skips the step with a warning and is counted in
   /// diagnostics().overflow_skipped_steps: the state never holds an overflowed
-  /// statistic, so training goes on from the next ordinary gradient.
+  /// statistic, so training goes on from the next ordinary gradient. Groups with
+  /// NonFiniteGradients::Unchecked are left out of both checks.
   at::Tensor step(LossClosure closure = nullptr) override;
   /// One step with `group_options` as the param groups' options (one per group,
   /// checked first), swapped in under the step's lock; a step that raises leaves the

@@ -53,8 +53,9 @@ enum class Execution {
 /// the step reads one scalar back (on CUDA, the host waits there for the gradients).
 /// Unchecked checks nothing, as torch.optim's optimizers: a non-finite gradient, or
 /// a finite one above the overflow bound, reaches the state and can make the
-/// parameters NaN; a step of only such groups reads nothing back (unless a group has
-/// a root failure limit): for steps bound by launches, and for CUDA graphs.
+/// parameters NaN. In one process, a step of only such groups, none with a root
+/// failure limit, reads nothing back: the host need not wait for the gradients
+/// (ranks still decide together every step).
 enum class NonFiniteGradients { Error, SkipStep, Unchecked };
 
 struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions> {
@@ -161,7 +162,7 @@ GraftingType parse_grafting_type(const std::string& name);
 Execution parse_execution(const std::string& name);
 /// "adamw", "shampoo-1d".
 OneDimensional parse_one_dimensional(const std::string& name);
-/// "error", "skip-step".
+/// "error", "skip-step", "unchecked".
 NonFiniteGradients parse_non_finite_gradients(const std::string& name);
 
 }  // namespace dash

@@ -29,8 +29,8 @@ _SCHEDULER_KEYS = ("initial_lr", "max_lr", "min_lr", "base_lr", "max_momentum", 
 _TORCH_SWITCHES = {"foreach": (None, True, False), "fused": (None, True, False), "capturable": (None, False),
                    "differentiable": (None, False)}
 _SWITCH_REFUSALS = {
-    "capturable": "a dash step reads one value back to the host (its gradient check), so it cannot be captured "
-                  "in a CUDA graph",
+    "capturable": "a dash step decides on the host (its root schedule, from host step counts; the gradient check's "
+                  "read-back unless non_finite_gradients='unchecked'), so it cannot be captured in a CUDA graph",
     "differentiable": "a dash step is not differentiable (its roots come from eigendecompositions and iterations "
                       "outside autograd)",
 }

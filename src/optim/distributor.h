@@ -47,7 +47,8 @@ class Distributor {
   /// on `has_grad` first (the averaging needs it) and the gradients of this rank's
   /// blocks and segments become their average over the ranks. Replicated gradients
   /// must agree already: the ranks check that with the step's decision
-  /// (take_maximum_over_ranks), without a collective of their own, and go on together.
+  /// (take_maximum_over_ranks, which ranks always take), without a collective of
+  /// their own, and go on together.
   virtual bool receive_gradients(
       const std::vector<at::Tensor>& params, std::vector<bool>& has_grad, PhaseProfile& profile) = 0;
 

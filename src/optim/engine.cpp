@@ -430,9 +430,6 @@ void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& grou
   };
   for_each_chunk([&](size_t s, const Rows& rows) { update_factors(context, s, rows); });
   for (size_t k = 0; k < factors_.size(); ++k) refresh_roots(context, k);
-  // A step that read no decision learns of factors reset at its root computation
-  // here (a read back on root steps only); the others at the next step's decision.
-  if (!context.decision_read && context.roots_computed) announce_factor_resets(factor_resets_total_.item<int64_t>());
   context.decay = weight_decay_factors(context);
   const StepWrite write{plan_, params_, context.has_grad, context.decay};
   context.write = &write;
@@ -445,6 +442,10 @@ void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& grou
   });
   for (size_t j = 0; j < segments_.size(); ++j) update_adamw_segment(context, j);
   distributor_->finish_updates(write, adamw_update_, segment_offsets_, profile_);
+  // A step that read no decision learns of factors reset at its root computation
+  // once it is done (a read back on root steps only); the others at the next
+  // step's decision.
+  if (!context.decision_read && context.roots_computed) announce_factor_resets(factor_resets_total_.item<int64_t>());
 }
 
 }  // namespace dash::optim

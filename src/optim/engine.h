@@ -202,7 +202,8 @@ class Engine {
   at::Tensor adamw_update_;
   std::vector<int64_t> segment_offsets_;
   double overflow_limit_ = 0.0;
-  at::Tensor factor_resets_total_;      ///< () int64 over all stacks; read with the step's gradient check
+  at::Tensor
+      factor_resets_total_;  ///< () int64 over all stacks; read with the step's decision, or at root steps without one
   int64_t factor_resets_reported_ = 0;  ///< how many of those a warning has announced
   /// The gradient check's buffers, kept across steps (not state, not saved): the
   /// per-tensor magnitudes (kernels::largest_magnitude_of_list), each factor

@@ -83,20 +83,25 @@ std::vector<at::Tensor> Engine::checked_gradients(const StepContext& context) co
 // Returns false when the step is to be skipped: a non-finite gradient
 // (non_finite_gradients) or one above overflow_limit() (always skipped: the
 // float32 statistics would overflow and no later root could be computed).
-// Groups that leave their gradients unchecked and have no failure limit need no
-// decision: a step of only such groups reads nothing back.
+// In one process, groups that leave their gradients unchecked and have no failure
+// limit need no decision: a step of only such groups reads nothing back. Ranks
+// always decide: the decision's all-reduce is also where replicated ranks check
+// that they agree on which parameters have gradients, and no rank may leave a
+// collective the others enter (the options need not match on every rank).
 bool Engine::gradients_usable(StepContext& context) {
   const auto& groups = *context.groups;
-  context.decision_read = std::any_of(groups.begin(), groups.end(), [](const auto& group) {
-    const auto& options = options_of(group);
-    return options.non_finite_gradients() != NonFiniteGradients::Unchecked ||
-           options.max_consecutive_root_failures() > 0;
-  });
+  context.decision_read = (distributed_ && distributed_->world_size() > 1) ||
+                          std::any_of(groups.begin(), groups.end(), [](const auto& group) {
+                            const auto& options = options_of(group);
+                            return options.non_finite_gradients() != NonFiniteGradients::Unchecked ||
+                                   options.max_consecutive_root_failures() > 0;
+                          });
   if (!context.decision_read) return true;
   // Into buffers kept across steps: [largest magnitude, past the failure limit,
   // resets] on the parameters' device, and its host copy (no allocation in a step).
   if (!decision_.defined()) {
     decision_ = at::zeros({3}, adamw_grad_.options().dtype(at::kFloat));
+    magnitudes_ = at::zeros({1}, decision_.options());  // on the device even when nothing is checked
     decision_on_host_ = at::zeros({3}, at::TensorOptions().dtype(at::kFloat));
     failure_worst_ = at::zeros({static_cast<int64_t>(factors_.size()) + 1}, factor_resets_total_.options());
   }

@@ -77,6 +77,11 @@ struct Problem {
   /// float64: the ranks exchange the updates (float32 values would round the
   /// parameters), not the parameters' new values.
   at::ScalarType dtype = at::kFloat;
+  NonFiniteGradients policy = NonFiniteGradients::Error;
+
+  DashOptions options() const {
+    return testing::distributed_problem_options().workspace_limit(workspace_limit).non_finite_gradients(policy);
+  }
 
   std::vector<at::Tensor> parameters() const {
     auto params = testing::distributed_problem_parameters(tiny);
@@ -88,7 +93,7 @@ struct Problem {
 
 std::vector<at::Tensor> one_process(const Problem& run, int64_t ranks) {
   auto params = run.parameters();
-  Dash optimizer(params, testing::distributed_problem_options().workspace_limit(run.workspace_limit));
+  Dash optimizer(params, run.options());
   for (int64_t step = 0; step < testing::kDistributedProblemSteps; ++step) {
     const auto average = average_gradients(params, step, ranks, run.missing);
     for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = average[i];
@@ -105,8 +110,8 @@ std::vector<std::vector<at::Tensor>> on_ranks(DistributionScheme scheme, int64_t
   std::vector<std::vector<at::Tensor>> results(static_cast<size_t>(ranks));
   testing::on_gloo_ranks(ranks, DistributedOptions().scheme(scheme), [&](int64_t rank, DistributedContext& context) {
     auto params = run.parameters();
-    Dash optimizer(params, testing::distributed_problem_options().workspace_limit(run.workspace_limit),
-        std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
+    Dash optimizer(
+        params, run.options(), std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
     for (int64_t step = 0; step < testing::kDistributedProblemSteps; ++step) {
       const auto grads = scheme == DistributionScheme::Zero ? local_gradients(params, step, rank)
                                                             : average_gradients(params, step, ranks, run.missing);
@@ -137,6 +142,20 @@ class DistributorContract : public ::testing::TestWithParam<Case> {
  protected:
   DistributionScheme scheme() const { return std::get<0>(GetParam()); }
   int64_t ranks() const { return std::get<1>(GetParam()); }
+
+  /// On each rank, an optimizer of the problem's parameters with `policy` and their
+  /// first step's gradients, handed to `body(rank, params, optimizer)`.
+  template <typename Body>
+  void on_first_step_of_ranks(NonFiniteGradients policy, Body body) {
+    testing::on_gloo_ranks(
+        ranks(), DistributedOptions().scheme(scheme()), [&](int64_t rank, DistributedContext& context) {
+          auto params = testing::distributed_problem_parameters(false);
+          Dash optimizer(params, testing::distributed_problem_options().non_finite_gradients(policy),
+              std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
+          testing::set_distributed_problem_gradients(params, 0);
+          body(rank, params, optimizer);
+        });
+  }
 };
 
 TEST_P(DistributorContract, RanksEqualOneProcessOnTheAverageGradient) {
@@ -150,6 +169,19 @@ TEST_P(DistributorContract, RanksEqualOneProcessOnTheAverageGradient) {
     expect_bitwise(on_ranks(scheme(), ranks(), run), reference);
     // The run moved the parameters: the comparison is not of untouched values.
     EXPECT_FALSE(at::equal(reference[0], testing::distributed_problem_parameters(false)[0]));
+  }
+}
+
+// Unchecked gradients: the ranks still decide together every step (and so still
+// agree on which parameters have gradients), and equal one process.
+TEST_P(DistributorContract, UncheckedRanksEqualOneProcessOnTheAverageGradient) {
+  DASH_SKIP_WITHOUT_GLOO();
+  for (const double limit : {0.0, 1.0}) {
+    SCOPED_TRACE("workspace_limit " + std::to_string(limit));
+    Problem run;
+    run.workspace_limit = limit;
+    run.policy = NonFiniteGradients::Unchecked;
+    expect_bitwise(on_ranks(scheme(), ranks(), run), one_process(run, ranks()));
   }
 }
 
@@ -190,22 +222,22 @@ TEST_P(DistributorContract, AParameterWithoutAGradientOnOneRank) {
     EXPECT_FALSE(at::equal(results[0][2], initial)) << "rank 0 had one";
     return;
   }
-  std::mutex mutex;
-  std::vector<std::string> errors;
-  testing::on_gloo_ranks(
-      ranks(), DistributedOptions().scheme(scheme()), [&](int64_t rank, DistributedContext& context) {
-        auto params = testing::distributed_problem_parameters(false);
-        Dash optimizer(params, testing::distributed_problem_options(),
-            std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
-        testing::set_distributed_problem_gradients(params, 0);
-        if (rank == 1) params[2].mutable_grad() = at::Tensor();
-        const auto error = testing::error_of([&] { optimizer.step(); });
-        const std::lock_guard<std::mutex> lock(mutex);
-        errors.push_back(error);
-      });
-  ASSERT_EQ(static_cast<int64_t>(errors.size()), ranks());
-  for (const auto& error : errors) {
-    EXPECT_THAT(error, HasSubstr("parameter 2 of shape [48, 20] has a gradient on some ranks and not on others"));
+  // Replicated: an error on every rank, with unchecked gradients too (the agreement
+  // rides on the step's decision, which ranks always take).
+  for (auto policy : {NonFiniteGradients::Error, NonFiniteGradients::Unchecked}) {
+    SCOPED_TRACE(to_string(policy));
+    std::mutex mutex;
+    std::vector<std::string> errors;
+    on_first_step_of_ranks(policy, [&](int64_t rank, std::vector<at::Tensor>& params, Dash& optimizer) {
+      if (rank == 1) params[2].mutable_grad() = at::Tensor();
+      const auto error = testing::error_of([&] { optimizer.step(); });
+      const std::lock_guard<std::mutex> lock(mutex);
+      errors.push_back(error);
+    });
+    ASSERT_EQ(static_cast<int64_t>(errors.size()), ranks());
+    for (const auto& error : errors) {
+      EXPECT_THAT(error, HasSubstr("parameter 2 of shape [48, 20] has a gradient on some ranks and not on others"));
+    }
   }
 }
 
@@ -348,23 +380,18 @@ TEST_P(DistributorContract, ANonFiniteGradientOnOneRankSkipsTheStepOnEveryRank) 
     std::vector<std::string> errors;
     std::vector<int64_t> skipped;
     std::vector<bool> unchanged;
-    testing::on_gloo_ranks(
-        ranks(), DistributedOptions().scheme(scheme()), [&](int64_t rank, DistributedContext& context) {
-          auto params = testing::distributed_problem_parameters(false);
-          Dash optimizer(params, testing::distributed_problem_options().non_finite_gradients(policy),
-              std::shared_ptr<const DistributedContext>(&context, [](const DistributedContext*) {}));
-          testing::set_distributed_problem_gradients(params, 0);
-          if (rank == 1) params[0].mutable_grad()[3][5] = std::numeric_limits<float>::quiet_NaN();
-          std::vector<at::Tensor> before;
-          for (const auto& param : params) before.push_back(param.detach().clone());
-          const auto error = testing::error_of([&] { optimizer.step(); });
-          bool same = true;
-          for (size_t i = 0; i < params.size(); ++i) same = same && at::equal(params[i].detach(), before[i]);
-          const std::lock_guard<std::mutex> lock(mutex);
-          errors.push_back(error);
-          skipped.push_back(optimizer.diagnostics().skipped_steps);
-          unchanged.push_back(same);
-        });
+    on_first_step_of_ranks(policy, [&](int64_t rank, std::vector<at::Tensor>& params, Dash& optimizer) {
+      if (rank == 1) params[0].mutable_grad()[3][5] = std::numeric_limits<float>::quiet_NaN();
+      std::vector<at::Tensor> before;
+      for (const auto& param : params) before.push_back(param.detach().clone());
+      const auto error = testing::error_of([&] { optimizer.step(); });
+      bool same = true;
+      for (size_t i = 0; i < params.size(); ++i) same = same && at::equal(params[i].detach(), before[i]);
+      const std::lock_guard<std::mutex> lock(mutex);
+      errors.push_back(error);
+      skipped.push_back(optimizer.diagnostics().skipped_steps);
+      unchanged.push_back(same);
+    });
     for (size_t r = 0; r < errors.size(); ++r) {
       EXPECT_TRUE(unchanged[r]);
       if (policy == NonFiniteGradients::SkipStep) {

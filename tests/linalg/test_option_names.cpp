@@ -54,7 +54,7 @@ TEST(OptionNames, RoundTripAndAliases) {
     EXPECT_EQ(parse_communication_dtype(to_string(c)), c);
   }
   for (auto o : {OneDimensional::AdamW, OneDimensional::Shampoo1D}) EXPECT_EQ(parse_one_dimensional(to_string(o)), o);
-  for (auto n : {NonFiniteGradients::Error, NonFiniteGradients::SkipStep}) {
+  for (auto n : {NonFiniteGradients::Error, NonFiniteGradients::SkipStep, NonFiniteGradients::Unchecked}) {
     EXPECT_EQ(parse_non_finite_gradients(to_string(n)), n);
   }
   EXPECT_EQ(to_string(OneDimensional::Shampoo1D), "shampoo-1d");

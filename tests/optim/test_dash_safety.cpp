@@ -219,7 +219,8 @@ TEST(DashSafety, OverflowingFactorsRestartFromZero) {
 
 // NonFiniteGradients::Unchecked checks nothing, as torch.optim's optimizers: finite
 // gradients give bitwise the steps of the checking policies (root steps included),
-// and a NaN gradient is neither refused nor skipped: it reaches the parameter.
+// a finite gradient above the overflow bound is not skipped, and a NaN gradient is
+// neither refused nor skipped: it reaches the parameter.
 TEST(DashSafety, UncheckedGradientsStepAsCheckedOnesAndLetANanThrough) {
   auto generator = at::detail::createCPUGenerator(8);
   auto checked = at::randn({12, 10}, generator).set_requires_grad(true);
@@ -242,41 +243,69 @@ TEST(DashSafety, UncheckedGradientsStepAsCheckedOnesAndLetANanThrough) {
   }
   EXPECT_TRUE(at::equal(unchecked.detach(), checked.detach()));
   EXPECT_TRUE(at::equal(unchecked_vector.detach(), vector.detach()));
+  unchecked.mutable_grad() = at::full({12, 10}, 1e19f);  // the bound for 4 × 4 blocks: 1.15e18
+  unchecked_vector.mutable_grad() = at::ones({6});
+  optimizer.step();
+  EXPECT_EQ(optimizer.diagnostics().overflow_skipped_steps, 0);
   auto bad = at::ones({12, 10});
   bad[1][2] = std::numeric_limits<float>::quiet_NaN();
   unchecked.mutable_grad() = bad;
-  unchecked_vector.mutable_grad() = at::ones({6});
   EXPECT_NO_THROW(optimizer.step());
-  EXPECT_EQ(optimizer.diagnostics().steps_taken, 10);
+  EXPECT_EQ(optimizer.diagnostics().steps_taken, 11);
   EXPECT_EQ(optimizer.diagnostics().skipped_steps, 0);
   EXPECT_TRUE(at::isnan(unchecked.detach()).any().item<bool>());
 }
 
 // Beside a group that checks, an unchecked group's NaN (in a matrix and a vector)
-// neither raises nor skips the step, and the checking group's NaN still raises,
-// naming its parameter.
-TEST(DashSafety, AnUncheckedGroupIsLeftOutOfTheCheck) {
-  std::vector<at::Tensor> params{at::ones({4, 4}).set_requires_grad(true), at::ones({6, 6}).set_requires_grad(true),
-      at::ones({5}).set_requires_grad(true)};
-  std::vector<torch::optim::OptimizerParamGroup> groups;
-  groups.emplace_back(std::vector<at::Tensor>{params[0], params[2]},
-      std::make_unique<DashOptions>(DashOptions(0.1).non_finite_gradients(NonFiniteGradients::Unchecked)));
-  groups.emplace_back(std::vector<at::Tensor>{params[1]}, std::make_unique<DashOptions>(DashOptions(0.1)));
-  Dash optimizer(std::move(groups), DashOptions(0.1));
+// neither raises nor skips the step, while the checking group's NaN still raises
+// or skips, naming the checking group's parameter whatever the unchecked group
+// holds; without a workspace limit (the gathered stacks and AdamW segments are
+// checked) and within one (the parameters' gradients are).
+void expect_unchecked_group_left_out(double workspace_limit) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  params[0].mutable_grad() = at::full({4, 4}, nan);
-  params[1].mutable_grad() = at::ones({6, 6});
-  params[2].mutable_grad() = at::full({5}, nan);
-  EXPECT_NO_THROW(optimizer.step());
-  EXPECT_EQ(optimizer.diagnostics().skipped_steps, 0);
-  EXPECT_FALSE(at::equal(params[1].detach(), at::ones({6, 6})));
-  EXPECT_TRUE(at::isfinite(params[1].detach()).all().item<bool>());
-  params[0].mutable_grad() = at::ones({4, 4});
-  params[1].mutable_grad() = at::full({6, 6}, nan);
-  params[2].mutable_grad() = at::ones({5});
-  // (Parameters are numbered group by group: the 6 × 6 matrix is the third.)
-  EXPECT_THAT(error_of([&] { optimizer.step(); }),
-      HasSubstr("non-finite gradient (NaN or Inf) in parameter 2 of shape [6, 6]"));
+  for (auto policy : {NonFiniteGradients::Error, NonFiniteGradients::SkipStep}) {
+    SCOPED_TRACE(to_string(policy) + ", workspace_limit " + std::to_string(workspace_limit));
+    // Numbered group by group: 0 and 1 unchecked, 2 (6 × 6) and 3 (a vector) checked.
+    std::vector<at::Tensor> params{at::ones({4, 4}).set_requires_grad(true), at::ones({5}).set_requires_grad(true),
+        at::ones({6, 6}).set_requires_grad(true), at::ones({3}).set_requires_grad(true)};
+    const auto options = DashOptions(0.1).workspace_limit(workspace_limit);
+    std::vector<torch::optim::OptimizerParamGroup> groups;
+    groups.emplace_back(std::vector<at::Tensor>{params[0], params[1]},
+        std::make_unique<DashOptions>(DashOptions(options).non_finite_gradients(NonFiniteGradients::Unchecked)));
+    groups.emplace_back(std::vector<at::Tensor>{params[2], params[3]},
+        std::make_unique<DashOptions>(DashOptions(options).non_finite_gradients(policy)));
+    Dash optimizer(std::move(groups), options);
+    auto gradients = [&](std::vector<float> fill) {
+      for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = at::full(params[i].sizes(), fill[i]);
+    };
+    gradients({nan, nan, 1.0f, 1.0f});
+    EXPECT_NO_THROW(optimizer.step());
+    EXPECT_EQ(optimizer.diagnostics().skipped_steps, 0);
+    for (size_t i : {2, 3}) {
+      EXPECT_FALSE(at::equal(params[i].detach(), at::ones(params[i].sizes()))) << "parameter " << i;
+      EXPECT_TRUE(at::isfinite(params[i].detach()).all().item<bool>()) << "parameter " << i;
+    }
+    for (const auto& [bad, named] :
+        {std::pair{2, "parameter 2 of shape [6, 6]"}, std::pair{3, "parameter 3 of shape [3]"}}) {
+      std::vector<float> fill{nan, nan, 1.0f, 1.0f};
+      fill[bad] = nan;
+      gradients(fill);
+      if (policy == NonFiniteGradients::Error) {
+        EXPECT_THAT(error_of([&] { optimizer.step(); }),
+            HasSubstr("non-finite gradient (NaN or Inf) in " + std::string(named)));
+        continue;
+      }
+      testing::CapturedWarnings captured;
+      const auto skipped = optimizer.diagnostics().skipped_steps;
+      optimizer.step();
+      EXPECT_EQ(optimizer.diagnostics().skipped_steps, skipped + 1);
+      EXPECT_THAT(captured.text(), HasSubstr("skipping a step: non-finite gradient in " + std::string(named)));
+    }
+  }
+}
+
+TEST(DashSafety, AnUncheckedGroupIsLeftOutOfTheCheck) {
+  for (double limit : {0.0, 1.0}) expect_unchecked_group_left_out(limit);
 }
 
 // A step that reads no decision still announces factors reset at its root
@@ -287,12 +316,17 @@ TEST(DashSafety, UncheckedStepsAnnounceFactorResetsAtTheirRootSteps) {
                               .beta_factor(1.0)
                               .non_finite_gradients(NonFiniteGradients::Unchecked));
   testing::CapturedWarnings captured;
+  int first_reset = -1;
   for (int t = 0; t < 120; ++t) {
     param.mutable_grad() = at::full({4, 4}, 1e18f);
     optimizer.step();
+    if (first_reset < 0 && optimizer.diagnostics().factor_stacks[0].factor_resets > 0) {
+      first_reset = t;
+      EXPECT_THAT(captured.text(), HasSubstr("were restarted from zero")) << "announced in the step that reset";
+    }
   }
+  EXPECT_GE(first_reset, 0);
   EXPECT_GE(optimizer.diagnostics().factor_stacks[0].factor_resets, 2);
-  EXPECT_THAT(captured.text(), HasSubstr("were restarted from zero"));
   EXPECT_TRUE(at::isfinite(param).all().item<bool>());
 }
 
@@ -310,13 +344,17 @@ TEST(DashSafety, ConsecutiveRootFailuresRaiseWhenBounded) {
   }
   EXPECT_EQ(unbounded.diagnostics().factor_stacks[0].failures, 10);
 
-  Dash bounded({param}, options.max_consecutive_root_failures(3));
-  param.mutable_grad() = at::zeros({4, 4});
-  for (int t = 0; t < 3; ++t) bounded.step();
-  const auto steps = bounded.diagnostics().steps_taken;
-  EXPECT_THAT(error_of([&] { bounded.step(); }),
-      AllOf(HasSubstr("failed 3 root computations in a row"), HasSubstr("max_consecutive_root_failures = 3")));
-  EXPECT_EQ(bounded.diagnostics().steps_taken, steps);
+  // (Unchecked gradients leave the limit's verdict in: the step still reads it.)
+  for (auto policy : {NonFiniteGradients::Error, NonFiniteGradients::Unchecked}) {
+    SCOPED_TRACE(to_string(policy));
+    Dash bounded({param}, DashOptions(options).max_consecutive_root_failures(3).non_finite_gradients(policy));
+    param.mutable_grad() = at::zeros({4, 4});
+    for (int t = 0; t < 3; ++t) bounded.step();
+    const auto steps = bounded.diagnostics().steps_taken;
+    EXPECT_THAT(error_of([&] { bounded.step(); }),
+        AllOf(HasSubstr("failed 3 root computations in a row"), HasSubstr("max_consecutive_root_failures = 3")));
+    EXPECT_EQ(bounded.diagnostics().steps_taken, steps);
+  }
 }
 
 TEST(DashSafety, NonFiniteGradientRaisesByDefaultAndCanSkip) {
