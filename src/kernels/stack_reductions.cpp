@@ -308,7 +308,7 @@ at::Tensor largest_magnitude_of_list(const std::vector<at::Tensor>& tensors, at:
       others.push_back(tensor);
     }
   }
-  const auto device = !tensors.empty() ? tensors.front().device() : buffer.defined() ? buffer.device() : at::kCPU;
+  const auto device = tensors.empty() ? at::Device(at::kCPU) : tensors.front().device();
   const auto needed = static_cast<int64_t>(1 + others.size() + !floats.empty() + !doubles.empty());
   if (!buffer.defined() || buffer.numel() < needed || buffer.device() != device || buffer.scalar_type() != at::kFloat) {
     buffer = at::empty({needed}, at::TensorOptions().dtype(at::kFloat).device(device));

@@ -32,8 +32,7 @@ at::Tensor largest_magnitude(const at::Tensor& stack);
 /// for none. On a CPU one pass over the cores for all the float32 and float64
 /// tensors with contiguous rows, an ∞-norm for each other tensor. `buffer` (float32,
 /// one element, and one per tensor the CPU loops do not take) is made or grown where
-/// it is too small (on the tensors' device; for an empty list, the buffer's, else the
-/// CPU's) and kept by the caller: the next call allocates nothing for it,
+/// it is too small and kept by the caller: the next call allocates nothing for it,
 /// nor for a float32 tensor (nor a 16-bit one on CUDA); another dtype's norm is a
 /// 0-d tensor of its own.
 at::Tensor largest_magnitude_of_list(const std::vector<at::Tensor>& tensors, at::Tensor& buffer);

@@ -221,7 +221,7 @@ at::Tensor Engine::preconditioning_roots(
     state.root_operands.copy_(state.roots);
     state.root_operands_current = true;
   }
-  return rows.take(state.root_operands.narrow(0, offset, count), &block_scratch_);
+  return rows.take(state.root_operands.narrow(0, offset, count), subset_scratch(context));
 }
 
 // Where a scattered chunk's copies of its blocks go (Rows::take): without a workspace

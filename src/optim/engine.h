@@ -157,8 +157,9 @@ class Engine {
   void refresh_roots(StepContext& context, size_t factor_stack);
   at::Tensor preconditioning_roots(const StepContext& context, size_t factor_stack, int64_t offset, int64_t count,
       const Rows& rows, MatmulPrecision precision);
-  /// A chunk's buffers for `grad`'s blocks, from the scratch kept across steps.
+  /// Where Rows::take puts a scattered chunk's copies (null: temporaries).
   kernels::Scratch* subset_scratch(const StepContext& context);
+  /// A chunk's buffers for `grad`'s blocks, from the scratch kept across steps.
   Workspace chunk_workspace(const at::Tensor& grad, MatmulPrecision precision);
   /// Forms lr · P of the chosen blocks and hands it to the distributor.
   void write_direction(StepContext& context, size_t stack, const Rows& rows);
@@ -202,8 +203,7 @@ class Engine {
   at::Tensor adamw_update_;
   std::vector<int64_t> segment_offsets_;
   double overflow_limit_ = 0.0;
-  at::Tensor
-      factor_resets_total_;  ///< () int64 over all stacks; read with the step's decision, or at root steps without one
+  at::Tensor factor_resets_total_;      ///< () int64 over all stacks; read with the decision, or after root steps
   int64_t factor_resets_reported_ = 0;  ///< how many of those a warning has announced
   /// The gradient check's buffers, kept across steps (not state, not saved): the
   /// per-tensor magnitudes (kernels::largest_magnitude_of_list), each factor

@@ -89,24 +89,26 @@ std::vector<at::Tensor> Engine::checked_gradients(const StepContext& context) co
 // that they agree on which parameters have gradients, and no rank may leave a
 // collective the others enter (the options need not match on every rank).
 bool Engine::gradients_usable(StepContext& context) {
-  const auto& groups = *context.groups;
-  context.decision_read = (distributed_ && distributed_->world_size() > 1) ||
-                          std::any_of(groups.begin(), groups.end(), [](const auto& group) {
-                            const auto& options = options_of(group);
-                            return options.non_finite_gradients() != NonFiniteGradients::Unchecked ||
-                                   options.max_consecutive_root_failures() > 0;
-                          });
+  context.decision_read = distributed_ && distributed_->world_size() > 1;
+  for (size_t g = 0; g < context.groups->size() && !context.decision_read; ++g) {
+    const auto group = static_cast<int64_t>(g);
+    context.decision_read = context.checks(group) || context.options(group).max_consecutive_root_failures() > 0;
+  }
   if (!context.decision_read) return true;
   // Into buffers kept across steps: [largest magnitude, past the failure limit,
   // resets] on the parameters' device, and its host copy (no allocation in a step).
   if (!decision_.defined()) {
     decision_ = at::zeros({3}, adamw_grad_.options().dtype(at::kFloat));
-    magnitudes_ = at::zeros({1}, decision_.options());  // on the device even when nothing is checked
     decision_on_host_ = at::zeros({3}, at::TensorOptions().dtype(at::kFloat));
     failure_worst_ = at::zeros({static_cast<int64_t>(factors_.size()) + 1}, factor_resets_total_.options());
   }
-  // (No gradient elements at all: nothing to skip for; a zero stands in.)
-  decision_.select(0, 0).copy_(kernels::largest_magnitude_of_list(checked_gradients(context), magnitudes_));
+  // (No gradients to check: nothing to skip for; a zero stands in.)
+  const auto gradients = checked_gradients(context);
+  if (gradients.empty()) {
+    decision_.select(0, 0).zero_();
+  } else {
+    decision_.select(0, 0).copy_(kernels::largest_magnitude_of_list(gradients, magnitudes_));
+  }
   root_failure_excess_into(decision_.select(0, 1), failure_worst_, plan_.factor_stacks, factors_, *context.groups);
   decision_.select(0, 2).copy_(factor_resets_total_);
   auto agreed = decision_.narrow(0, 0, 2);
@@ -187,7 +189,7 @@ void Engine::gather_gradients(const StepContext& context) {
 at::Tensor Engine::gradient_blocks(const StepContext& context, size_t s, const Rows& rows) {
   ScopedPhase phase(profile_, Phase::Copies);
   const auto& gathered = stacks_[s].gathered;
-  if (gathered.defined()) return rows.take(gathered, &block_scratch_);
+  if (gathered.defined()) return rows.take(gathered, subset_scratch(context));
   const auto& stack = plan_.gradient_stacks[s];
   auto blocks =
       block_scratch_.empty({static_cast<int64_t>(rows.blocks().size()), stack.rows, stack.cols}, adamw_grad_.options());
