@@ -144,8 +144,13 @@ class Dash : public torch::optim::Optimizer {
   /// previous options in place. For bindings that keep the options apart from the
   /// groups (the Python package).
   void step_with_options(std::vector<DashOptions> group_options);
-  /// torch::save(optimizer, path) writes this process's state; on a rank of several
-  /// it is that rank's shard, and load() takes the same rank of the same world size.
+  /// torch::save(optimizer, path) writes this process's state: the groups' options,
+  /// the step counters and every parameter's state as parameter_state() gives it (on
+  /// a rank of several, the entries of the blocks it owns). load() takes such an
+  /// archive wherever it holds the entries of this process's blocks: its own, or one
+  /// a single process wrote; an archive of one rank of several on another world size
+  /// lacks some, and load_resharded() takes every rank's. Archives of the format
+  /// written until 2026-12-07 still load (the same rank of the same world size).
   void save(torch::serialize::OutputArchive& archive) const override;
   void load(torch::serialize::InputArchive& archive) override;
   /// Loads a checkpoint written on any number of ranks into this optimizer on any
@@ -229,6 +234,8 @@ class Dash : public torch::optim::Optimizer {
  private:
   /// A fresh state for the param groups as they are (only before the first step).
   void rebuild_engine();
+  /// load() (this rank's archive) and load_resharded() (every rank's, in rank order).
+  void load_archives(const std::vector<torch::serialize::InputArchive*>& archives, bool resharded);
   class Impl;  // the state and the step (src/optim/), not part of the API
   /// A fresh engine for the checkpoint's `options`, filled by `read`; installed with
   /// the options only once `read` has returned (a load that throws changes nothing).

@@ -22,6 +22,21 @@ namespace dash {
 /// The least workspace a fractional DashOptions::workspace_limit resolves to.
 constexpr int64_t kWorkspaceFloorBytes = int64_t{16} << 20;
 
+/// The preconditioner family whose arithmetic turns a block's gradient statistics
+/// into its direction (src/optim/preconditioner.h; docs/architecture.md, "Where to
+/// add a preconditioner family"). The engine around it — blocking, grafting,
+/// momentum, weight decay, workspace chunks, the failure policy, distribution,
+/// checkpoints — is every family's.
+/// (The values are stored in checkpoints: new ones go at the end.)
+enum class PreconditionerType {
+  Shampoo,  ///< root-inverse Shampoo: L̄ Ĝ R̄ with L̄, R̄ inverse roots of the factors (spec §4)
+};
+
+/// Every preconditioner family: the one list the family contract suite
+/// (tests/optim/test_preconditioner_contract.cpp), dash-bench, Python's
+/// dash.preconditioners() and dash-train iterate.
+inline constexpr PreconditionerType kPreconditioners[] = {PreconditionerType::Shampoo};
+
 /// Direction whose per-block norm the Shampoo update is scaled to (spec §4 step 6).
 enum class GraftingType { Adam, RMSprop, AdaGrad, SGD, None };
 
@@ -64,6 +79,8 @@ struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions>
   DashOptions(double lr = 1e-3);  // NOLINT(google-explicit-constructor): like AdamWOptions
 
   TORCH_ARG(double, lr) = 1e-3;
+  /// The preconditioner family of the group's blocks.
+  TORCH_ARG(PreconditionerType, preconditioner) = PreconditionerType::Shampoo;
   /// β_G: EMA of the gradient (momentum of Ĝ).
   TORCH_ARG(double, beta_grad) = 0.9;
   /// β_LR: EMA of the factors L, R; 1 means plain sums (AdaGrad style).
@@ -152,10 +169,13 @@ struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions>
 // Names, for command lines, config files and reports: to_string() gives the
 // canonical one; parse_*() is case-insensitive and rejects an unknown name with
 // the list of valid ones (c10::Error).
+std::string to_string(PreconditionerType family);
 std::string to_string(GraftingType grafting);
 std::string to_string(Execution execution);
 std::string to_string(OneDimensional treatment);
 std::string to_string(NonFiniteGradients policy);
+/// "shampoo".
+PreconditionerType parse_preconditioner_type(const std::string& name);
 /// "adam", "rmsprop", "adagrad", "sgd", "none".
 GraftingType parse_grafting_type(const std::string& name);
 /// "auto", "batched", "sequential".

@@ -1,8 +1,9 @@
 #include "optim/adamw_segment.h"
 
+#include "optim/block_update.h"
 #include "optim/dash_options.h"
 #include "optim/moments.h"
-#include "optim/state_rows.h"
+#include "optim/state_fields.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -49,9 +50,8 @@ enum class Exchange { Keep, PutBack };
 /// not fit), or back from it.
 void exchange_ranges(MomentState& moments, const std::vector<SegmentRange>& ranges, int64_t numel,
     std::array<at::Tensor, 4>& kept, Exchange direction) {
-  const auto fields = moment_fields(moments);
-  for (size_t m = 0; m < fields.size(); ++m) {
-    const auto& moment = *fields[m].second;
+  for (size_t m = 0; m < moment_fields.size(); ++m) {
+    const auto& moment = moments.*moment_fields[m].tensor;
     if (!moment.defined()) continue;
     auto& copies = kept[m];
     if (!copies.defined() || copies.numel() < numel || copies.dtype() != moment.dtype() ||

@@ -7,7 +7,7 @@
 #include <dash/optimizer_options.h>
 
 #include "blocking/stack_plan.h"
-#include "optim/block_update.h"
+#include "optim/block_state.h"
 
 #include <ATen/core/Tensor.h>
 

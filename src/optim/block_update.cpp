@@ -1,14 +1,10 @@
 #include "optim/block_update.h"
 
+#include "kernels/core_ranges.h"
 #include "kernels/fused_moments.h"
 #include "optim/grafting.h"
 
-#include "kernels/stack_blas.h"
-#include "kernels/core_ranges.h"
-
 #include <ATen/ATen.h>
-
-#include <cmath>
 
 namespace dash::optim {
 namespace {
@@ -39,42 +35,6 @@ at::Tensor& scale_matrices_(at::Tensor& t, const at::Tensor& factors) {
 
 }  // namespace
 
-at::Tensor& bias_correction_into(at::Tensor& out, double beta, const at::Tensor& steps, bool enabled) {
-  if (!out.defined() || !out.sizes().equals(steps.sizes()) || out.device() != steps.device()) {
-    out = at::empty_like(steps, at::MemoryFormat::Contiguous);
-  }
-  if (!enabled || beta == 0.0) return out.fill_(1.0);
-  // 1 − β^t = −expm1(t log β), with log β taken in double: the steps are float32, in
-  // which a β within 2⁻²⁵ of 1 is 1 and 1 − β^t would be 0 (an infinite step).
-  return out.copy_(steps).mul_(std::log(beta)).expm1_().neg_();
-}
-
-at::Tensor bias_correction_of(const at::Tensor& given, double beta, const MomentState& state, bool enabled) {
-  if (given.defined()) return given;
-  at::Tensor fresh;
-  return bias_correction_into(fresh, beta, state.steps, enabled);
-}
-
-void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, double beta) {
-  const double weight = beta < 1.0 ? 1.0 - beta : 1.0;
-  // A factor is symmetric: where a CPU BLAS can form one triangle, it does half
-  // the multiply-adds (docs/experiments/2026-12-03-step-floor.md, "Factor updates with syrk").
-  if (kernels::stack_syrk_supported(factor, grad)) {
-    kernels::stack_syrk(factor, grad, /*transpose_a=*/!left, weight, beta);
-    return;
-  }
-  auto transposed = grad.transpose(1, 2);
-  if (left) {
-    factor.baddbmm_(grad, transposed, beta, weight);
-  } else {
-    factor.baddbmm_(transposed, grad, beta, weight);
-  }
-}
-
-Workspace Workspace::like(const at::Tensor& like) {
-  return {at::empty_like(like), at::empty_like(like), at::empty_like(like), at::empty_like(like)};
-}
-
 void grafting_direction(const at::Tensor& grad, MomentState& state, const StepHyper& hyper, Workspace& work) {
   const auto& grafting = grafting_for(hyper.grafting);
   if (grafting.fused_step(grad, state, hyper, work.ghat, work.graft)) return;
@@ -90,30 +50,12 @@ void grafting_direction(const at::Tensor& grad, MomentState& state, const StepHy
   grafting.direction(grad, work.ghat, state, hyper, work.graft);
 }
 
-at::Tensor preconditioned_direction(
-    Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root, GraftingType grafting, double scale) {
+at::Tensor grafted(Workspace& work, at::Tensor u, GraftingType grafting, double scale) {
+  if (!grafting_for(grafting).rescales_update()) return scale == 1.0 ? u : u.mul_(scale);
   // Plain float32 norms: a block whose ‖U‖ overflows (entries ≳ 1e19) gets ratio 0,
-  // i.e. no step — as AdamW, whose G² overflows there too.
-  const bool rescale = grafting_for(grafting).rescales_update();
-  if (rescale) frobenius_norms_into(work.graft_norms, work.graft);
-  at::Tensor u;
-  if (left_root.scalar_type() == work.ghat.scalar_type()) {
-    kernels::stack_bmm_out(work.product, left_root, work.ghat);
-    u = right_root.defined() ? kernels::stack_bmm_out(work.direction, work.product, right_root) : work.product;
-  } else {
-    TORCH_CHECK(work.ghat_operand.defined() && work.ghat_operand.scalar_type() == left_root.scalar_type() &&
-                    work.product_operand.defined() && work.product_operand.scalar_type() == left_root.scalar_type(),
-        "dash: preconditioned_direction: roots in ", left_root.scalar_type(), " need operand buffers of that dtype");
-    // Ĝ is dead once rounded, so U (float32) goes into its buffer, work.direction.
-    work.ghat_operand.copy_(work.ghat);
-    kernels::stack_bmm_out(work.product_operand, left_root, work.ghat_operand);
-    const auto& rounded = right_root.defined()
-                              ? kernels::stack_bmm_out(work.ghat_operand, work.product_operand, right_root)
-                              : work.product_operand;
-    u = work.direction.copy_(rounded);
-  }
-  if (!rescale) return scale == 1.0 ? u : u.mul_(scale);
-  // The scale rides on the (n, 1, 1) ratio: no pass of its own over U.
+  // i.e. no step — as AdamW, whose G² overflows there too. The scale rides on the
+  // (n, 1, 1) ratio: no pass of its own over U.
+  frobenius_norms_into(work.graft_norms, work.graft);
   auto& ratio = work.graft_norms.mul_(scale).div_(frobenius_norms_into(work.direction_norms, u).add_(1e-16));
   return scale_matrices_(u, ratio);
 }

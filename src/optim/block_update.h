@@ -1,91 +1,27 @@
 #pragma once
 
-// The per-block arithmetic of one DASH step (spec §4), on a run of blocks given
-// as stacked tensors. The batched execution passes whole stacks, the sequential
-// one single-block slices: both run exactly this code.
+// The engine's per-block arithmetic of one DASH step (spec §4), the same for every
+// preconditioner family, on a run of blocks given as stacked tensors: Ĝ and the
+// grafting direction (steps 5–6), the family's direction rescaled to the
+// grafting's norm (step 7's rescale), and momentum (step 8). The batched execution
+// passes whole stacks, the sequential one single-block slices: both run exactly
+// this code. A family's own arithmetic is in src/optim/families/.
 
-#include <dash/optimizer_options.h>
+#include "optim/block_state.h"
 
 #include <ATen/core/Tensor.h>
 
 namespace dash::optim {
 
-/// The scalar hyper-parameters of a step, from the group's options.
-struct StepHyper {
-  double beta_grad = 0.9;
-  double beta_graft = 0.95;
-  double eps_graft = 1e-8;
-  GraftingType grafting = GraftingType::Adam;
-  bool bias_correction = true;
-  double momentum = 0.0;
-  bool nesterov = false;
-};
-
-/// Per-block state besides the factors; every tensor is (n, rows, cols) except
-/// `steps` (n, 1, 1), the step count t of each block (already incremented).
-struct MomentState {
-  at::Tensor grad_ema;    ///< M (EMA of G with β_G)
-  at::Tensor graft_stat;  ///< A (undefined for SGD and None grafting)
-  at::Tensor momentum;    ///< B_m (undefined when μ = 0)
-  at::Tensor steps;
-  /// 1 − β_G^t and 1 − β_g^t of each block, where the caller computed them over a
-  /// whole stack of which these blocks are a chunk: an element-wise exp runs in
-  /// SIMD lanes or in a loop's scalar tail depending on where an element sits, so
-  /// a block's value would depend on its chunk. Undefined: computed from `steps`.
-  at::Tensor grad_correction{};
-  at::Tensor stat_correction{};
-};
-
-/// Scratch tensors of a run of blocks, each (n, rows, cols). The batched path keeps
-/// them per stack across steps so that a step allocates no stack-sized tensors;
-/// there `product` shares memory with the gathered gradient (dead by then) and
-/// `direction` with `ghat` (dead once L̄ Ĝ is formed).
-struct Workspace {
-  at::Tensor ghat;
-  at::Tensor graft;
-  at::Tensor product;
-  at::Tensor direction;
-  /// 16-bit preconditioning only (roots given in 16 bits): Ĝ rounded, then L̄ Ĝ R̄;
-  /// and L̄ Ĝ. Undefined otherwise.
-  at::Tensor ghat_operand{};
-  at::Tensor product_operand{};
-  /// (n, 1, 1): ‖P_g‖_F and ‖U‖_F of each block, for the grafting's rescale (made
-  /// where undefined).
-  at::Tensor graft_norms{};
-  at::Tensor direction_norms{};
-
-  /// Fresh buffers shaped like `like`.
-  static Workspace like(const at::Tensor& like);
-};
-
-/// 1 − β^t for step counts t, into `out` (shaped like `steps`; made on first use,
-/// then rewritten in place: a step allocates nothing for it); ones when `enabled`
-/// is false. Returns `out`.
-at::Tensor& bias_correction_into(at::Tensor& out, double beta, const at::Tensor& steps, bool enabled);
-
-/// `given` (a MomentState's precomputed correction) when defined, else
-/// 1 − β^t computed afresh from state.steps (bias_correction_into).
-at::Tensor bias_correction_of(const at::Tensor& given, double beta, const MomentState& state, bool enabled);
-
-/// L ← β L + (1 − β) G Gᵀ (left) or R ← β R + (1 − β) Gᵀ G, in place; β = 1 adds.
-/// The factor must be symmetric: on a CPU only its lower triangle may be read
-/// (kernels::stack_syrk), and the result is then exactly symmetric.
-void accumulate_factor(at::Tensor& factor, const at::Tensor& grad, bool left, double beta);
-
 /// Updates M and A in place and writes Ĝ (the bias-corrected gradient EMA) into
 /// work.ghat and the grafting direction P_g (grafting.h) into work.graft.
 void grafting_direction(const at::Tensor& grad, MomentState& state, const StepHyper& hyper, Workspace& work);
 
-/// U = L̄ Ĝ R̄ (R̄ undefined: one-sided, U = L̄ Ĝ), rescaled per block to the norm of
-/// P_g when the grafting rescales (all but None): P = U ‖P_g‖_F / (‖U‖_F + 1e-16);
-/// times `scale` (the step passes lr when nothing comes between P and the update).
-/// Roots in a 16-bit dtype make the products 16-bit ones
-/// (DashOptions::preconditioning_precision): Ĝ is rounded into work.ghat_operand,
-/// each product is rounded too, and U is widened into work.direction, so P is
-/// float32 either way. Uses work.product and work.direction (and the operand
-/// buffers); returns one of them.
-at::Tensor preconditioned_direction(Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root,
-    GraftingType grafting, double scale = 1.0);
+/// A family's direction U (in work.product or work.direction) rescaled per block to
+/// the norm of P_g when the grafting rescales (all but None): P = U ‖P_g‖_F /
+/// (‖U‖_F + 1e-16); times `scale` (the step passes lr when nothing comes between P
+/// and the update). In place; returns U's tensor.
+at::Tensor grafted(Workspace& work, at::Tensor u, GraftingType grafting, double scale = 1.0);
 
 /// Heavy-ball or Nesterov momentum on the direction (spec §4 step 8); updates B_m.
 at::Tensor apply_momentum(const at::Tensor& direction, MomentState& state, const StepHyper& hyper);

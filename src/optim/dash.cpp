@@ -4,6 +4,7 @@
 #include "optim/dash_options.h"
 #include "optim/distributor.h"
 #include "optim/engine.h"
+#include "optim/legacy_archive.h"
 #include "optim/parameter_checks.h"
 
 #include <ATen/ATen.h>
@@ -25,7 +26,9 @@ class Dash::Impl : public optim::Engine {
 
 namespace {
 
-constexpr int64_t kCheckpointFormat = 1;
+// 2: the state keyed by parameter (Dash::parameter_state's entries); 1, written
+// until 2026-12-07: by stack, read by optim/legacy_archive.h.
+constexpr int64_t kCheckpointFormat = 2;
 
 // Ranks that disagree about the parameters would split different blocks and apply
 // each other's updates to the wrong elements; this one collective rules it out.
@@ -194,48 +197,88 @@ void Dash::save(torch::serialize::OutputArchive& archive) const {
   const std::lock_guard<std::mutex> lock(*mutex_);
   archive.write("dash.format", c10::IValue(kCheckpointFormat));
   archive.write("dash.world_size", c10::IValue(distributed_ ? distributed_->world_size() : int64_t{1}));
+  archive.write("dash.rank", c10::IValue(distributed_ ? distributed_->rank() : int64_t{0}));
+  archive.write("dash.signature", c10::IValue(optim::groups_signature(param_groups_)));
   archive.write("dash.groups", c10::IValue(static_cast<int64_t>(param_groups_.size())));
   for (size_t g = 0; g < param_groups_.size(); ++g) {
     torch::serialize::OutputArchive options_archive;
     optim::options_of(param_groups_[g]).serialize(options_archive);
     archive.write("dash.group." + std::to_string(g), options_archive);
   }
-  impl_->save(archive, param_groups_);
+  const auto counts = impl_->step_counts();
+  archive.write("dash.steps_taken", c10::IValue(counts.steps_taken));
+  archive.write("dash.skipped_steps", c10::IValue(counts.skipped_steps));
+  archive.write("dash.overflow_skipped_steps", c10::IValue(counts.overflow_skipped_steps));
+  // The state keyed by parameter, as parameter_state() gives it: the one
+  // representation every checkpoint has.
+  size_t count = 0;
+  for (const auto& group : param_groups_) count += group.params().size();
+  for (size_t i = 0; i < count; ++i) {
+    torch::serialize::OutputArchive entries;
+    for (const auto& [name, tensor] : impl_->parameter_state(i, param_groups_)) entries.write(name, tensor, true);
+    archive.write("dash.state." + std::to_string(i), entries);
+  }
 }
 
 namespace {
 
-// The checkpoint's format, world size and groups' options; the world size must be
-// `expected_world_size` where it is given.
-std::vector<DashOptions> read_checkpoint_options(torch::serialize::InputArchive& archive, size_t groups,
-    std::optional<int64_t> expected_world_size, int64_t* world_size) {
-  auto read_value = [&](const std::string& key) {
-    c10::IValue value;
-    archive.read(key, value);
-    return value;
-  };
-  TORCH_CHECK(read_value("dash.format").toInt() == kCheckpointFormat, "dash::Dash: unsupported checkpoint format");
-  c10::IValue saved_world;
-  const int64_t saved_world_size = archive.try_read("dash.world_size", saved_world) ? saved_world.toInt() : 1;
-  if (world_size != nullptr) *world_size = saved_world_size;
-  if (expected_world_size) {
-    const auto world = *expected_world_size;
-    TORCH_CHECK(saved_world_size == world, "dash::Dash: the checkpoint holds the optimizer state of ",
-        saved_world_size == 1 ? std::string("a single process")
-                              : "one of " + std::to_string(saved_world_size) + " ranks",
-        ", this optimizer runs on ", world == 1 ? std::string("a single process") : std::to_string(world) + " ranks",
-        "; resume with the same number of ranks (each rank loads its own shard), or give every rank's shard to "
-        "load_resharded()");
-  }
-  TORCH_CHECK(read_value("dash.groups").toInt() == static_cast<int64_t>(groups), "dash::Dash: the checkpoint has ",
-      read_value("dash.groups").toInt(), " parameter groups, this optimizer ", groups);
+int64_t read_int(torch::serialize::InputArchive& archive, const std::string& key) {
+  c10::IValue value;
+  archive.read(key, value);
+  return value.toInt();
+}
+
+// The checkpoint's format and its groups' options.
+std::pair<int64_t, std::vector<DashOptions>> read_checkpoint_options(
+    torch::serialize::InputArchive& archive, size_t groups) {
+  const auto format = read_int(archive, "dash.format");
+  TORCH_CHECK(format == 1 || format == kCheckpointFormat, "dash::Dash: unsupported checkpoint format ", format);
+  TORCH_CHECK(read_int(archive, "dash.groups") == static_cast<int64_t>(groups), "dash::Dash: the checkpoint has ",
+      read_int(archive, "dash.groups"), " parameter groups, this optimizer ", groups);
   std::vector<DashOptions> options(groups);
   for (size_t g = 0; g < groups; ++g) {
     torch::serialize::InputArchive options_archive;
     archive.read("dash.group." + std::to_string(g), options_archive);
     options[g].serialize(options_archive);
   }
-  return options;
+  return {format, options};
+}
+
+// Which rank of how many wrote the archive (format 1 wrote no rank: `rank` is taken).
+std::pair<int64_t, int64_t> writer_of(torch::serialize::InputArchive& archive, int64_t rank) {
+  c10::IValue value;
+  const int64_t world = archive.try_read("dash.world_size", value) ? value.toInt() : 1;
+  return {archive.try_read("dash.rank", value) ? value.toInt() : rank, world};
+}
+
+std::string ranks_text(int64_t world) {
+  return world == 1 ? std::string("a single process") : std::to_string(world) + " ranks";
+}
+
+// A format-2 archive's state keyed by parameter into `states` (the union over the
+// shards), after its signature is checked against these groups'.
+void read_parameter_states(torch::serialize::InputArchive& archive,
+    const std::vector<torch::optim::OptimizerParamGroup>& groups, std::vector<ParameterState>& states) {
+  c10::IValue signature;
+  archive.read("dash.signature", signature);
+  const auto expected = optim::groups_signature(groups);
+  TORCH_CHECK(signature.toStringRef() == expected,
+      "dash::Dash: the checkpoint was saved for other parameters or options.\ncheckpoint:\n", signature.toStringRef(),
+      "\nthis optimizer:\n", expected);
+  for (size_t i = 0; i < states.size(); ++i) {
+    torch::serialize::InputArchive entries;
+    archive.read("dash.state." + std::to_string(i), entries);
+    for (const auto& name : entries.keys()) {
+      at::Tensor tensor;
+      entries.read(name, tensor, /*is_buffer=*/true);
+      states[i].emplace_back(name, tensor);
+    }
+  }
+}
+
+StepCounts read_counts(torch::serialize::InputArchive& archive) {
+  return {read_int(archive, "dash.steps_taken"), read_int(archive, "dash.skipped_steps"),
+      read_int(archive, "dash.overflow_skipped_steps")};
 }
 
 }  // namespace
@@ -244,27 +287,75 @@ std::vector<DashOptions> read_checkpoint_options(torch::serialize::InputArchive&
 // is changed only after the whole checkpoint has been read and checked.
 void Dash::load(torch::serialize::InputArchive& archive) {
   const std::lock_guard<std::mutex> lock(*mutex_);
-  install_loaded(read_checkpoint_options(
-                     archive, param_groups_.size(), distributed_ ? distributed_->world_size() : int64_t{1}, nullptr),
-      [&](Impl& engine, const std::vector<torch::optim::OptimizerParamGroup>& groups) {
-        engine.load(archive, groups);
-      });
+  load_archives({&archive}, /*resharded=*/false);
 }
 
 void Dash::load_resharded(std::vector<torch::serialize::InputArchive>& shards) {
   const std::lock_guard<std::mutex> lock(*mutex_);
   TORCH_CHECK(!shards.empty(), "dash::Dash::load_resharded: no checkpoint shards");
+  TORCH_CHECK(!distributed_ || distributed_->world_size() == 1 || optim::splits_blocks(distributed_.get()),
+      "dash::Dash: ranks of local shards (DistributionScheme::LocalShards) hold the state of parameters of their own; "
+      "each loads its own checkpoint (load(), on the same ranks and shards)");
+  std::vector<torch::serialize::InputArchive*> archives;
+  for (auto& shard : shards) archives.push_back(&shard);
+  load_archives(archives, /*resharded=*/true);
+}
+
+// The archives every rank of the writing run saved, in rank order (`resharded`), or
+// this rank's own (a plain load: for format 1, of this world size).
+void Dash::load_archives(const std::vector<torch::serialize::InputArchive*>& archives, bool resharded) {
+  const int64_t rank = distributed_ ? distributed_->rank() : 0;
+  const int64_t world = distributed_ ? distributed_->world_size() : 1;
+  int64_t format = 0;
   std::vector<DashOptions> options;
-  for (size_t r = 0; r < shards.size(); ++r) {
-    int64_t world_size = 0;
-    auto shard_options = read_checkpoint_options(shards[r], param_groups_.size(), std::nullopt, &world_size);
-    TORCH_CHECK(world_size == static_cast<int64_t>(shards.size()), "dash::Dash::load_resharded: shard ", r,
-        " was written by one of ", world_size, " ranks, but ", shards.size(),
-        " shards were given (all of them, in rank order)");
+  std::vector<std::pair<int64_t, int64_t>> writers;
+  for (size_t r = 0; r < archives.size(); ++r) {
+    auto [shard_format, shard_options] = read_checkpoint_options(*archives[r], param_groups_.size());
+    TORCH_CHECK(r == 0 || shard_format == format, "dash::Dash::load_resharded: shards of different formats");
+    format = shard_format;
     if (r == 0) options = std::move(shard_options);
+    writers.push_back(writer_of(*archives[r], resharded ? static_cast<int64_t>(r) : rank));
+    const auto [writer, writers_world] = writers.back();
+    if (resharded) {
+      TORCH_CHECK(writers_world == static_cast<int64_t>(archives.size()), "dash::Dash::load_resharded: shard ", r,
+          " was written by one of ", writers_world, " ranks, but ", archives.size(),
+          " shards were given (all of them, in rank order)");
+      TORCH_CHECK(writer == static_cast<int64_t>(r), "dash::Dash: checkpoint shard ", r, " of ", writers_world,
+          " was not saved by rank ", r, " of ", writers_world, " (it was by rank ", writer,
+          "): give every rank's, in rank order");
+    } else {
+      // This rank's own archive; or, where the ranks split one set of blocks, one a
+      // single process wrote (every block's entries are there).
+      const bool whole = format == kCheckpointFormat && writers_world == 1 && optim::splits_blocks(distributed_.get());
+      TORCH_CHECK(whole || writers_world == world, "dash::Dash: the checkpoint holds the optimizer state of ",
+          writers_world == 1 ? ranks_text(1) : "one of " + ranks_text(writers_world), ", this optimizer runs on ",
+          ranks_text(world),
+          "; resume with the same number of ranks (each rank loads its own shard), or give every rank's shard to "
+          "load_resharded()");
+      TORCH_CHECK(whole || writer == rank, "dash::Dash: the checkpoint holds the optimizer state of rank ", writer,
+          " of ", writers_world, ", this is rank ", rank, ": each rank loads its own shard");
+    }
   }
   install_loaded(options, [&](Impl& engine, const std::vector<torch::optim::OptimizerParamGroup>& groups) {
-    engine.load_resharded(shards, groups);
+    if (format == 1) {
+      std::vector<optim::LegacyShard> shards;
+      for (size_t r = 0; r < archives.size(); ++r) {
+        shards.push_back(
+            {archives[r], writers[r].first, writers[r].second, resharded || optim::splits_blocks(distributed_.get())});
+      }
+      const auto legacy = optim::read_legacy_shards(shards, engine.whole_plan(), engine.group_blockings(), groups);
+      engine.load_parameter_states(legacy.states, legacy.counts);
+      return;
+    }
+    std::vector<ParameterState> states(engine.parameter_count());
+    for (auto* archive : archives) read_parameter_states(*archive, groups, states);
+    const auto counts = read_counts(*archives.front());
+    for (size_t r = 1; r < archives.size(); ++r) {
+      const auto steps = read_counts(*archives[r]).steps_taken;
+      TORCH_CHECK(steps == counts.steps_taken, "dash::Dash: checkpoint shards of different steps (rank 0 at ",
+          counts.steps_taken, ", rank ", r, " at ", steps, ")");
+    }
+    engine.load_parameter_states(states, counts);
   });
 }
 

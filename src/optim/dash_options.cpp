@@ -192,6 +192,8 @@ std::vector<StateShapingOption> state_shaping_options(const DashOptions& o) {
       // still have to agree on the type itself.
       {"grafting", "graft", static_cast<int64_t>(o.grafting()), statistic ? "with a statistic" : "without a statistic"},
       {"momentum", "momentum", momentum ? 1 : 0, momentum ? "on" : "off"},
+      // Each family keeps state fields of its own (its field table).
+      {"preconditioner", "family", static_cast<int64_t>(o.preconditioner()), to_string(o.preconditioner())},
   };
 }
 
@@ -211,12 +213,15 @@ std::string state_layout(const DashOptions& o) {
   return layout;
 }
 
-std::string groups_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups, bool with_shapes) {
-  // The format is part of every checkpoint ("dash.layout"): keep it as it is.
+std::string groups_signature(
+    const std::vector<torch::optim::OptimizerParamGroup>& groups, bool with_shapes, bool before_families) {
+  // The format is part of every checkpoint ("dash.signature", and format 1's
+  // "dash.layout"): keep it as it is.
   std::string signature;
   for (size_t g = 0; g < groups.size(); ++g) {
     signature += "group " + std::to_string(g);
     for (const auto& option : state_shaping_options(options_of(groups[g]))) {
+      if (before_families && std::string(option.key) == "family") continue;
       signature += " " + std::string(option.key) + "=" + std::to_string(option.value);
     }
     signature += ":";

@@ -5,7 +5,7 @@
 #include <c10/util/Exception.h>
 
 #include "blocking/stack_plan.h"
-#include "optim/block_update.h"
+#include "optim/block_state.h"
 
 #include <string>
 #include <vector>
@@ -57,8 +57,10 @@ std::string state_shaping_option_names();
 std::string state_layout(const DashOptions& options);
 
 /// The parameters' shapes and the state-shaping options' values, per group: what
-/// every rank of a distributed optimizer must agree on, and part of a checkpoint's
-/// layout.
-std::string groups_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups, bool with_shapes = true);
+/// every rank of a distributed optimizer must agree on, and what a checkpoint was
+/// saved for. `before_families`: without the preconditioner family, as checkpoints
+/// of format 1 (written before there were families) signed it.
+std::string groups_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups, bool with_shapes = true,
+    bool before_families = false);
 
 }  // namespace dash::optim

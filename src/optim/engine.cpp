@@ -4,11 +4,14 @@
 #include "linalg/batched_matmul.h"
 #include "optim/dash_options.h"
 #include "optim/distributor.h"
-#include "optim/engine_step_context.h"
+#include "optim/block_update.h"
+#include "optim/families/registry.h"
 #include "optim/gradient_chunk_bytes.h"
 #include "optim/moments.h"
 #include "optim/parameter_checks.h"
+#include "optim/state_fields.h"
 #include "optim/state_precision.h"
+#include "optim/step_context.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/InferenceMode.h>
@@ -30,10 +33,6 @@ double overflow_limit_for(const blocking::StackPlan& plan) {
   int64_t side = 1;
   for (const auto& stack : plan.gradient_stacks) side = std::max({side, stack.rows, stack.cols});
   return std::sqrt(static_cast<double>(std::numeric_limits<float>::max()) / 16.0) / static_cast<double>(side);
-}
-
-bool root_due(int64_t step, const DashOptions& options) {
-  return step >= options.start_step() && (step - options.start_step()) % options.root_frequency() == 0;
 }
 
 }  // namespace
@@ -65,7 +64,6 @@ Engine::Engine(const std::vector<torch::optim::OptimizerParamGroup>& groups,
   overflow_limit_ = overflow_limit_for(plan_);  // from all blocks, so that every rank decides alike
   if (params_.empty()) return;
   const auto to = at::TensorOptions().dtype(at::kFloat).device(params_.front().device());
-  factor_resets_total_ = at::zeros({}, to.dtype(at::kLong));
   const bool float32_parameters = std::all_of(params_.begin(), params_.end(), [](const at::Tensor& param) {
     return param.scalar_type() == at::kFloat || param.scalar_type() == at::kBFloat16;
   });
@@ -89,23 +87,26 @@ void Engine::decide_parameter_use() {
   }
 }
 
-// Zero state for this process's stacks and segments: roots start as the identity.
+// Zero state for this process's stacks and segments, and the groups' families with
+// theirs (one family object for all the groups that name it).
 void Engine::allocate_state(const std::vector<torch::optim::OptimizerParamGroup>& groups, const at::TensorOptions& to) {
   for (const auto& stack : plan_.gradient_stacks) {
     const auto& options = options_of(groups[stack.group]);
     GradientStackState state;
     state.moments = zero_moments({stack.count(), stack.rows, stack.cols}, true, step_hyper(options), to,
-        state_dtype(options.moment_precision()));
-    state.steps.assign(stack.count(), 0);
+        storage_dtype(FieldStorage::MomentPrecision, options));
     stacks_.push_back(std::move(state));
+    host_steps_.emplace_back(stack.count(), 0);
   }
-  for (const auto& stack : plan_.factor_stacks) {
-    const auto& options = options_of(groups[stack.group]);
-    // (CPU eye has no bfloat16 kernel in LibTorch 1.13: float32's, converted.)
-    auto identity = at::eye(stack.size, to).to(state_dtype(options.root_precision()));
-    factors_.push_back(
-        {at::zeros({stack.count, stack.size, stack.size}, to.dtype(state_dtype(options.factor_precision()))),
-            identity.expand({stack.count, stack.size, stack.size}).contiguous(), at::zeros({}, to.dtype(at::kLong))});
+  std::vector<PreconditionerType> types;
+  for (const auto& group : groups) {
+    const auto type = options_of(group).preconditioner();
+    const auto found = std::find(types.begin(), types.end(), type);
+    family_of_group_.push_back(static_cast<size_t>(found - types.begin()));
+    if (found == types.end()) {
+      types.push_back(type);
+      families_.push_back(make_preconditioner(type, plan_, groups, to));
+    }
   }
   int64_t adamw_numel = 0;
   for (const auto& segment : plan_.adamw_segments) {
@@ -153,75 +154,27 @@ bool Engine::matches(const std::vector<torch::optim::OptimizerParamGroup>& group
   return index == params_.size();
 }
 
-void Engine::update_factors(StepContext& context, size_t s, const Rows& rows) {
-  const auto& stack = plan_.gradient_stacks[s];
-  const double beta = context.options(stack.group).beta_factor();
+Preconditioner& Engine::family_of(size_t s) const {
+  return *families_[family_of_group_[plan_.gradient_stacks[s].group]];
+}
+
+int64_t Engine::resets_so_far() const {
+  int64_t resets = 0;
+  for (const auto& family : families_) {
+    if (family->resets_total().defined()) resets += family->resets_total().item<int64_t>();
+  }
+  return resets;
+}
+
+FamilyBuffers Engine::family_buffers(const StepContext& context) {
+  return {block_scratch_, subset_scratch(context), root_workspace_, profile_};
+}
+
+void Engine::update_statistics(StepContext& context, size_t s, const Rows& rows) {
   auto grad = gradient_blocks(context, s, rows);
   ScopedPhase phase(profile_, Phase::Factors);
-  auto side = [&](int64_t factor_stack, int64_t offset, bool left) {
-    auto segment = factors_[factor_stack].factors.narrow(0, offset, stack.count());
-    auto part = rows.take(segment, subset_scratch(context));
-    auto computed = widened(part, block_scratch_);
-    accumulate_factor(computed, grad, left, beta);
-    store_rounded(part, computed);
-    rows.put(segment, part);
-  };
-  side(stack.left_stack, stack.left_offset, true);
-  if (!stack.one_sided) side(stack.right_stack, stack.right_offset, false);
-}
-
-// Which factors of stack k are due this step (from the host copy of each block's t),
-// and their new roots by the stack's root policy (root_refresh.h).
-void Engine::refresh_roots(StepContext& context, size_t k) {
-  const auto& stack = plan_.factor_stacks[k];
-  const auto& options = context.options(stack.group);
-  std::vector<bool> due(stack.count, false);
-  for (size_t s = 0; s < plan_.gradient_stacks.size(); ++s) {
-    const auto& gradient_stack = plan_.gradient_stacks[s];
-    for (int64_t block : context.active[s]) {
-      bool is_due = root_due(stacks_[s].steps[block], options);
-      if (gradient_stack.left_stack == static_cast<int64_t>(k)) due[gradient_stack.left_offset + block] = is_due;
-      if (gradient_stack.right_stack == static_cast<int64_t>(k)) due[gradient_stack.right_offset + block] = is_due;
-    }
-  }
-  if (std::none_of(due.begin(), due.end(), [](bool is_due) { return is_due; })) return;
-  context.roots_computed = true;
-  factors_[k].root_operands_current = false;
-  ScopedPhase phase(profile_, Phase::Roots);
-  RootBuffers buffers{root_workspace_, block_scratch_, factor_resets_total_};
-  optim::refresh_roots(stack, options, context.budget, due, factors_[k], buffers);
-}
-
-// The roots of `rows` (blocks of a gradient stack whose factors are count factors
-// of stack k from `offset`) as operands of the preconditioning products in
-// `precision`: the stored roots themselves where their dtype is the operands'
-// (float32 roots in FP32, bfloat16 roots in BF16). Else float32 roots are rounded
-// to 16 bits (without a workspace limit into a copy of the whole stack made once
-// per root computation, not once per step; within one into the chunk's buffers at
-// every step), and bfloat16 roots widened into the chunk's buffers.
-at::Tensor Engine::preconditioning_roots(
-    const StepContext& context, size_t k, int64_t offset, int64_t count, const Rows& rows, MatmulPrecision precision) {
-  auto& state = factors_[k];
-  // (BF16 is the one 16-bit preconditioning precision: check_options refuses FP16.)
-  const auto operand_dtype = linalg::operand_dtype(precision, at::kFloat);
-  const bool rounded_copy =
-      operand_dtype != at::kFloat && operand_dtype != state.roots.scalar_type() && !context.budget.bounded();
-  if (!rounded_copy) {
-    state.root_operands = at::Tensor();  // no copy needed now
-    state.root_operands_current = false;
-  }
-  if (!rounded_copy) {
-    return linalg::in_dtype(
-        rows.take(state.roots.narrow(0, offset, count), subset_scratch(context)), operand_dtype, block_scratch_);
-  }
-  if (!state.root_operands.defined()) {
-    state.root_operands = at::empty_like(state.roots, state.roots.options().dtype(operand_dtype));
-  }
-  if (!state.root_operands_current) {
-    state.root_operands.copy_(state.roots);
-    state.root_operands_current = true;
-  }
-  return rows.take(state.root_operands.narrow(0, offset, count), subset_scratch(context));
+  auto buffers = family_buffers(context);
+  family_of(s).update_statistics(context, s, rows, grad, buffers);
 }
 
 // Where a scattered chunk's copies of its blocks go (Rows::take): without a workspace
@@ -270,7 +223,7 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   // positions in `rows`; those before it take the grafting direction.
   std::vector<int64_t> waiting;
   for (size_t i = 0; i < rows.blocks().size(); ++i) {
-    if (state.steps[rows.blocks()[i]] < options.start_step()) waiting.push_back(static_cast<int64_t>(i));
+    if (host_steps_[s][rows.blocks()[i]] < options.start_step()) waiting.push_back(static_cast<int64_t>(i));
   }
   const auto started_count = static_cast<int64_t>(rows.blocks().size() - waiting.size());
 
@@ -281,13 +234,9 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   {
     ScopedPhase phase(profile_, Phase::Preconditioning);
     if (started_count > 0) {
-      auto root_part = [&](int64_t factor_stack, int64_t offset) {
-        return factor_stack < 0 ? at::Tensor()
-                                : preconditioning_roots(context, static_cast<size_t>(factor_stack), offset,
-                                      stack.count(), rows, precision);
-      };
-      auto preconditioned = preconditioned_direction(work, root_part(stack.left_stack, stack.left_offset),
-          root_part(stack.right_stack, stack.right_offset), options.grafting(), lr_in_direction ? options.lr() : 1.0);
+      auto buffers = family_buffers(context);
+      auto preconditioned = grafted(work, family_of(s).direction(context, s, rows, work, buffers), options.grafting(),
+          lr_in_direction ? options.lr() : 1.0);
       // (U is in Ĝ's or L̄ Ĝ's buffer, never P_g's.)
       for (const auto& run : consecutive_runs(waiting)) {
         preconditioned.narrow(0, run.block, run.length).copy_(work.graft.narrow(0, run.block, run.length));
@@ -336,8 +285,8 @@ std::vector<std::vector<Rows>> Engine::chunks_per_stack(const StepContext& conte
     if (active.empty()) continue;
     const auto& stack = plan_.gradient_stacks[s];
     const auto& options = context.options(stack.group);
-    const auto bytes_per_block =
-        gradient_chunk_bytes_per_block(stack, options, stacks_[s].moments, context.stack_complete[s]);
+    const auto bytes_per_block = gradient_chunk_bytes_per_block(stack, options, stacks_[s].moments,
+        context.stack_complete[s], family_of(s).chunk_bytes_per_block(stack, options, context.stack_complete[s]));
     const int64_t size =
         options.execution() == Execution::Sequential
             ? 1
@@ -370,31 +319,18 @@ void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) 
 // converted where an option changed since the last step.
 void Engine::convert_state_precision(const StepContext& context) {
   for (size_t s = 0; s < stacks_.size(); ++s) {
-    const auto dtype = state_dtype(context.options(plan_.gradient_stacks[s].group).moment_precision());
-    auto& moments = stacks_[s].moments;
-    for (auto* moment : {&moments.grad_ema, &moments.graft_stat, &moments.momentum}) convert_state(*moment, dtype);
-  }
-  for (size_t k = 0; k < factors_.size(); ++k) {
-    const auto& options = context.options(plan_.factor_stacks[k].group);
-    auto& state = factors_[k];
-    if (options.factor_precision() == MatmulPrecision::BF16) {
-      TORCH_WARN_ONCE(
-          "dash::Dash: factor_precision bf16 keeps 8 significant bits of the factors, which loses their small "
-          "eigenvalues: in dash-train's comparison training ended 0.06 (EVD) to 0.62 (NewtonDB, most of whose roots "
-          "failed) nats/byte worse than with fp32 factors (docs/results.md, \"16-bit optimizer state\"); bf16 roots "
-          "and moments trained as fp32 state");
-    }
-    convert_state(state.factors, state_dtype(options.factor_precision()));
-    if (convert_state(state.roots, state_dtype(options.root_precision()))) {
-      state.root_operands = at::Tensor();
-      state.root_operands_current = false;
+    const auto& options = context.options(plan_.gradient_stacks[s].group);
+    for (const auto& field : moment_fields) {
+      convert_state(stacks_[s].moments.*field.tensor, storage_dtype(field.storage, options));
     }
   }
+  for (auto& family : families_) family->convert_precision(context);
 }
 
 void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
   StepContext context;
   context.groups = &groups;
+  context.steps = &host_steps_;
   if (params_.empty()) return;
   convert_state_precision(context);
   context.budget = step_budget(groups);
@@ -428,8 +364,11 @@ void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& grou
       for (const auto& rows : chunks_of[s]) work(s, rows);
     }
   };
-  for_each_chunk([&](size_t s, const Rows& rows) { update_factors(context, s, rows); });
-  for (size_t k = 0; k < factors_.size(); ++k) refresh_roots(context, k);
+  for_each_chunk([&](size_t s, const Rows& rows) { update_statistics(context, s, rows); });
+  for (auto& family : families_) {
+    auto buffers = family_buffers(context);
+    family->refresh(context, buffers);
+  }
   context.decay = weight_decay_factors(context);
   const StepWrite write{plan_, params_, context.has_grad, context.decay};
   context.write = &write;
@@ -445,7 +384,7 @@ void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& grou
   // A step that read no decision learns of factors reset at its root computation
   // once it is done (a read back on root steps only); the others at the next
   // step's decision.
-  if (!context.decision_read && context.roots_computed) announce_factor_resets(factor_resets_total_.item<int64_t>());
+  if (!context.decision_read && context.amortised_work_done) announce_factor_resets(resets_so_far());
 }
 
 }  // namespace dash::optim

@@ -1,16 +1,17 @@
 #pragma once
 
 // The state and the step of dash::Dash. The optimizer class only forwards here;
-// the arithmetic is block_update.h, the shape bookkeeping stack_plan.h.
+// the engine's arithmetic is block_update.h, each preconditioner family's its own
+// (preconditioner.h, families/), the shape bookkeeping stack_plan.h.
 
 #include <dash/optimizer.h>
 
 #include "blocking/stack_plan.h"
 #include "kernels/scratch.h"
 #include "optim/adamw_segment.h"
-#include "optim/block_update.h"
+#include "optim/block_state.h"
 #include "optim/phase_profile.h"
-#include "optim/root_refresh.h"
+#include "optim/preconditioner.h"
 #include "optim/rows.h"
 #include "optim/workspace_budget.h"
 
@@ -22,17 +23,12 @@
 #include <string>
 #include <vector>
 
-namespace torch::serialize {
-class InputArchive;
-class OutputArchive;
-}  // namespace torch::serialize
-
 namespace dash::optim {
 class Distributor;
+struct StepContext;
 
 struct GradientStackState {
-  MomentState moments;         ///< in moment_precision, but for the float32 step counts
-  std::vector<int64_t> steps;  ///< host copy of each block's t (for scheduling)
+  MomentState moments;  ///< in moment_precision, but for the float32 step counts
   /// Without a workspace limit, the step's gradient of every block, gathered once
   /// and kept from the factor updates to the directions, (count, rows, cols); not
   /// state, not saved. Undefined within a limit: each chunk's blocks are gathered
@@ -92,6 +88,8 @@ class Engine {
   /// Measures each following step's peak of temporary memory (common/memory_peak.h).
   void profile_memory(bool enabled) { profile_memory_ = enabled; }
   int64_t steps_taken() const { return steps_taken_; }
+  StepCounts step_counts() const { return {steps_taken_, skipped_steps_, overflow_skipped_steps_}; }
+  size_t parameter_count() const { return params_.size(); }
   PhaseProfile& profile() { return profile_; }
   const PhaseProfile& profile() const { return profile_; }
   /// Takes over the skipped-step counts and the profiling switch of the engine this
@@ -103,40 +101,20 @@ class Engine {
   /// process only (ranks would split the blocks anew).
   void adopt_state(Engine&& previous);
 
-  // Checkpoints (engine_state.cpp): the state, the counters and the per-stack
-  // choices, under a signature of everything the state's shapes depend on. The
-  // groups' options are the optimizer's to save.
-  void save(
-      torch::serialize::OutputArchive& archive, const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
-  /// Into a freshly built engine only, for the groups (with the checkpoint's
-  /// options) it was built for; throws, naming the difference, when the checkpoint
-  /// was saved for other parameters, options or ranks.
-  void load(torch::serialize::InputArchive& archive, const std::vector<torch::optim::OptimizerParamGroup>& groups);
-  /// Into a freshly built engine (engine_reshard.cpp): the checkpoint that
-  /// archives.size() ranks wrote (every rank's archive, in rank order), on whatever
-  /// world size this engine runs: each block's and segment's state is taken from the
-  /// shard of the rank that owned it. Throws, naming the difference, when a shard was
-  /// saved for other parameters or options, or by another number of ranks.
-  void load_resharded(std::vector<torch::serialize::InputArchive>& archives,
-      const std::vector<torch::optim::OptimizerParamGroup>& groups);
   /// Into a freshly built engine (engine_parameter_state.cpp): every parameter's
   /// state as parameter_state() gives it, on any world size (this engine takes the
   /// entries of the blocks it owns and ignores the others), and the counters.
-  /// Throws, naming the parameter and entry, when one is missing, unknown or of
-  /// another shape or dtype.
+  /// Throws, naming the parameter and entry, when one is missing, unknown, of
+  /// another shape or dtype, or holds values its field may not (a poisoned state).
+  /// The one path of every checkpoint into the engine.
   void load_parameter_states(const std::vector<ParameterState>& states, const StepCounts& counts);
+  /// The whole plan (every block, as one process plans them) and how each group's
+  /// parameters are blocked: what a reader of checkpoints written on other world
+  /// sizes needs (legacy_archive.h).
+  const blocking::StackPlan& whole_plan() const { return whole_plan_; }
+  const std::vector<blocking::GroupBlocking>& group_blockings() const { return blocking_; }
 
  private:
-  struct StepContext;
-  std::string layout_signature(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
-  /// The layout signature of a checkpoint of `stacks` gradient and `factors` factor
-  /// stacks, without a rank line (a single process) and with one (rank of world).
-  static std::string layout_signature_of(const std::vector<torch::optim::OptimizerParamGroup>& groups, size_t stacks,
-      size_t factors, std::optional<std::pair<int64_t, int64_t>> rank_of_world);
-  /// Calls visit(key, tensor&) for every state tensor, in checkpoint order.
-  template <typename Self, typename Visit>
-  static void for_each_state_tensor(Self& engine, Visit&& visit);
-
   /// Per stack of this engine's plan and block: the block's number among its
   /// parameter's blocks in the whole plan (its name in parameter_state()).
   std::vector<std::vector<int64_t>> own_block_numbers() const;
@@ -147,16 +125,19 @@ class Engine {
   void convert_state_precision(const StepContext& context);
   bool collect_gradients(StepContext& context);
   void gather_gradients(const StepContext& context);
+  /// The family of gradient stack `stack` (its group's preconditioner).
+  Preconditioner& family_of(size_t stack) const;
+  /// The engine's buffers for a family's work in this step.
+  FamilyBuffers family_buffers(const StepContext& context);
   std::vector<at::Tensor> checked_gradients(const StepContext& context) const;
   bool gradients_usable(StepContext& context);
   void announce_factor_resets(int64_t resets);
+  /// The families' statistics restarted so far (host reads).
+  int64_t resets_so_far() const;
   void count_active_blocks(StepContext& context);
   std::vector<std::vector<Rows>> chunks_per_stack(const StepContext& context);
   at::Tensor gradient_blocks(const StepContext& context, size_t stack, const Rows& rows);
-  void update_factors(StepContext& context, size_t stack, const Rows& rows);
-  void refresh_roots(StepContext& context, size_t factor_stack);
-  at::Tensor preconditioning_roots(const StepContext& context, size_t factor_stack, int64_t offset, int64_t count,
-      const Rows& rows, MatmulPrecision precision);
+  void update_statistics(StepContext& context, size_t stack, const Rows& rows);
   /// Where Rows::take puts a scattered chunk's copies (null: temporaries).
   kernels::Scratch* subset_scratch(const StepContext& context);
   /// A chunk's buffers for `grad`'s blocks, from the scratch kept across steps.
@@ -180,14 +161,20 @@ class Engine {
   std::vector<ParamUse> param_use_;
   std::vector<std::vector<int64_t>> block_numbers_;  ///< own_block_numbers()
   std::vector<GradientStackState> stacks_;
-  std::vector<FactorStackState> factors_;
+  /// Per gradient stack and block: the host's copy of t (which schedules t_start and
+  /// the families' amortised work).
+  std::vector<std::vector<int64_t>> host_steps_;
+  /// The preconditioner families of the groups (one per family some group names),
+  /// and each group's.
+  std::vector<std::unique_ptr<Preconditioner>> families_;
+  std::vector<size_t> family_of_group_;
   std::vector<AdamWSegmentState> segments_;
   int64_t steps_taken_ = 0;
   int64_t skipped_steps_ = 0;           ///< non-finite gradients
   int64_t overflow_skipped_steps_ = 0;  ///< gradients above overflow_limit()
   PhaseProfile profile_;
-  /// The root solvers' temporaries, shared by all factor stacks (one chunk is
-  /// solved at a time) and kept across steps: not state, not saved.
+  /// The families' amortised work's temporaries (the root solvers'), shared by all
+  /// (one chunk is solved at a time) and kept across steps: not state, not saved.
   InverseRootWorkspace root_workspace_;
   /// The blocks' buffers of a chunk (a gathered gradient, Ĝ, P_g, 16-bit
   /// preconditioning's rounded Ĝ and L̄ Ĝ), shared by the gradient stacks and kept
@@ -203,11 +190,10 @@ class Engine {
   at::Tensor adamw_update_;
   std::vector<int64_t> segment_offsets_;
   double overflow_limit_ = 0.0;
-  at::Tensor factor_resets_total_;      ///< () int64 over all stacks; read with the decision, or after root steps
-  int64_t factor_resets_reported_ = 0;  ///< how many of those a warning has announced
+  int64_t factor_resets_reported_ = 0;  ///< how many of the families' resets a warning has announced
   /// The gradient check's buffers, kept across steps (not state, not saved): the
-  /// per-tensor magnitudes (kernels::largest_magnitude_of_list), each factor
-  /// stack's worst run of root failures (root_failure_excess_into), the decision
+  /// per-tensor magnitudes (kernels::largest_magnitude_of_list), each failure
+  /// record's worst run of failures (failure_excess_into), the decision
   /// [largest magnitude, root failures past their limit, factor resets] on the
   /// parameters' device, and its host copy.
   at::Tensor magnitudes_;

@@ -6,12 +6,12 @@
 
 #include "kernels/matrix_transfer.h"
 #include "kernels/stack_reductions.h"
-#include "optim/block_update.h"
 #include "optim/dash_options.h"
-#include "optim/engine_step_context.h"
+#include "optim/distributor.h"
+#include "optim/failure_limit.h"
 #include "optim/host_masks.h"
 #include "optim/parameter_checks.h"
-#include "optim/root_failure_limit.h"
+#include "optim/step_context.h"
 #include "optim/unusable_gradients.h"
 
 #include <ATen/ATen.h>
@@ -76,10 +76,11 @@ std::vector<at::Tensor> Engine::checked_gradients(const StepContext& context) co
 // The step's one read back to the host: the largest magnitude of the checked
 // gradients (NaN when an entry is NaN: the reductions propagate it), one pass over
 // them all and no mask (kernels::largest_magnitude_of_list), and whether some
-// factor has reached its group's root failure limit (root_failure_excess_into),
+// family's amortised item (a factor's root) has reached its group's failure limit
+// (failure_excess_into),
 // both as every rank sees them (the distributor's maximum over the ranks, so that
-// all decide alike); with them the count of factors reset so far, so that a reset
-// is announced without a read of its own.
+// all decide alike); with them the count of the families' resets so far, so that
+// a reset is announced without a read of its own.
 // Returns false when the step is to be skipped: a non-finite gradient
 // (non_finite_gradients) or one above overflow_limit() (always skipped: the
 // float32 statistics would overflow and no later root could be computed).
@@ -97,10 +98,12 @@ bool Engine::gradients_usable(StepContext& context) {
   if (!context.decision_read) return true;
   // Into buffers kept across steps: [largest magnitude, past the failure limit,
   // resets] on the parameters' device, and its host copy (no allocation in a step).
+  std::vector<FailureRecord> records;
+  for (const auto& family : families_) family->failure_records(*context.groups, records);
   if (!decision_.defined()) {
     decision_ = at::zeros({3}, adamw_grad_.options().dtype(at::kFloat));
     decision_on_host_ = at::zeros({3}, at::TensorOptions().dtype(at::kFloat));
-    failure_worst_ = at::zeros({static_cast<int64_t>(factors_.size()) + 1}, factor_resets_total_.options());
+    failure_worst_ = at::zeros({static_cast<int64_t>(records.size()) + 1}, adamw_grad_.options().dtype(at::kLong));
   }
   // (No gradients to check: nothing to skip for; a zero stands in.)
   const auto gradients = checked_gradients(context);
@@ -109,14 +112,24 @@ bool Engine::gradients_usable(StepContext& context) {
   } else {
     decision_.select(0, 0).copy_(kernels::largest_magnitude_of_list(gradients, magnitudes_));
   }
-  root_failure_excess_into(decision_.select(0, 1), failure_worst_, plan_.factor_stacks, factors_, *context.groups);
-  decision_.select(0, 2).copy_(factor_resets_total_);
+  failure_excess_into(decision_.select(0, 1), failure_worst_, records, *context.groups);
+  bool first_resets = true;  // (the first family's copied, any other's added: nothing allocated)
+  for (const auto& family : families_) {
+    if (!family->resets_total().defined()) continue;
+    if (first_resets) {
+      decision_.select(0, 2).copy_(family->resets_total());
+    } else {
+      decision_.select(0, 2).add_(family->resets_total());
+    }
+    first_resets = false;
+  }
+  if (first_resets) decision_.select(0, 2).zero_();
   auto agreed = decision_.narrow(0, 0, 2);
   distributor_->take_maximum_over_ranks(agreed);
   decision_on_host_.copy_(decision_);
   const auto* host = decision_on_host_.data_ptr<float>();
   // Before anything of this step changes: the failures of earlier steps.
-  if (host[1] > 0.0f) raise_root_failure_limit(plan_.factor_stacks, factors_, *context.groups);
+  if (host[1] > 0.0f) raise_failure_limit(records, *context.groups);
   const double largest = host[0];
   announce_factor_resets(static_cast<int64_t>(host[2]));
   if (largest <= overflow_limit_) return true;  // false for NaN
@@ -214,7 +227,7 @@ void Engine::count_active_blocks(StepContext& context) {
     for (int64_t b = 0; b < stack.count(); ++b) {
       if (context.has_grad[stack.block_params[b]]) {
         context.active[s].push_back(b);
-        ++stacks_[s].steps[b];
+        ++host_steps_[s][b];
       }
     }
     const bool complete = static_cast<int64_t>(context.active[s].size()) == stack.count();

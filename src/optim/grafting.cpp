@@ -4,8 +4,8 @@
 
 #include "optim/grafting.h"
 
-#include "optim/block_update.h"
 #include "kernels/fused_moments.h"
+#include "optim/block_state.h"
 
 #include <ATen/ATen.h>
 

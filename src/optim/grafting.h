@@ -14,7 +14,7 @@
 
 namespace dash::optim {
 
-struct MomentState;
+struct MomentState;  // optim/block_state.h
 struct StepHyper;
 
 class Grafting {

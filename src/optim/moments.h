@@ -5,7 +5,7 @@
 // bfloat16 (state_precision.h).
 
 #include "kernels/scratch.h"
-#include "optim/block_update.h"
+#include "optim/block_state.h"
 #include "optim/rows.h"
 
 #include <ATen/core/Tensor.h>

@@ -19,6 +19,7 @@
 // clang-format off
 #define DASH_OPTION_LAYOUT(FIELD, COMPOSITE)                                                   \
   FIELD(lr, double, "learning rate")                                                           \
+  FIELD(preconditioner, PreconditionerType, "preconditioner family: shampoo")                  \
   FIELD(beta_grad, double, "β_G: EMA of the gradient")                                         \
   FIELD(beta_factor, double, "EMA of the Shampoo factors L, R (1: plain sums)")                \
   FIELD(beta_graft, double, "β_g: EMA of the grafting statistic")                              \
@@ -73,6 +74,9 @@ inline NewtonDBEvaluation parse_name(const std::string& name, NewtonDBEvaluation
   return parse_newton_db_evaluation(name);
 }
 inline MatmulPrecision parse_name(const std::string& name, MatmulPrecision*) { return parse_matmul_precision(name); }
+inline PreconditionerType parse_name(const std::string& name, PreconditionerType*) {
+  return parse_preconditioner_type(name);
+}
 inline GraftingType parse_name(const std::string& name, GraftingType*) { return parse_grafting_type(name); }
 inline Execution parse_name(const std::string& name, Execution*) { return parse_execution(name); }
 inline OneDimensional parse_name(const std::string& name, OneDimensional*) { return parse_one_dimensional(name); }

@@ -9,6 +9,9 @@
 namespace dash {
 namespace {
 
+const common::NameTable<PreconditionerType> kPreconditionerNames = {
+    {"shampoo", PreconditionerType::Shampoo},
+};
 const common::NameTable<GraftingType> kGraftingTypeNames = {
     {"adam", GraftingType::Adam},
     {"rmsprop", GraftingType::RMSprop},
@@ -33,11 +36,15 @@ const common::NameTable<NonFiniteGradients> kNonFiniteGradients = {
 
 }  // namespace
 
+std::string to_string(PreconditionerType family) { return common::name_of(kPreconditionerNames, family); }
 std::string to_string(GraftingType grafting) { return common::name_of(kGraftingTypeNames, grafting); }
 std::string to_string(Execution execution) { return common::name_of(kExecutions, execution); }
 std::string to_string(OneDimensional treatment) { return common::name_of(kOneDimensional, treatment); }
 std::string to_string(NonFiniteGradients policy) { return common::name_of(kNonFiniteGradients, policy); }
 
+PreconditionerType parse_preconditioner_type(const std::string& name) {
+  return common::parse(kPreconditionerNames, name, "preconditioner family");
+}
 GraftingType parse_grafting_type(const std::string& name) {
   return common::parse(kGraftingTypeNames, name, "grafting type");
 }

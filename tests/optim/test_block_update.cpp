@@ -1,8 +1,10 @@
-// The per-block arithmetic of a step (src/optim/block_update.h) against the spec's
-// formulas (../shared/dash-algorithm.md §4, steps 2–8) written out independently in
-// float64 on a few random blocks.
+// The per-block arithmetic of a step (src/optim/block_update.h, and root-inverse
+// Shampoo's, src/optim/families/shampoo_arithmetic.h) against the spec's formulas
+// (../shared/dash-algorithm.md §4, steps 2–8) written out independently in float64
+// on a few random blocks.
 
 #include "optim/block_update.h"
+#include "optim/families/shampoo_arithmetic.h"
 #include "kernels/fused_moments.h"
 #include "optim/grafting.h"
 #include "support/grafting_reference.h"
@@ -22,6 +24,12 @@ namespace dash::optim {
 namespace {
 
 using testing::max_difference;
+
+// Step 7 as the engine runs it for Shampoo: U = L̄ Ĝ R̄, rescaled to the grafting norm.
+at::Tensor preconditioned_direction(Workspace& work, const at::Tensor& left_root, const at::Tensor& right_root,
+    GraftingType grafting, double scale = 1.0) {
+  return grafted(work, shampoo_direction(work, left_root, right_root), grafting, scale);
+}
 
 class BlockUpdate : public ::testing::Test {
  protected:

@@ -28,8 +28,8 @@ DashOptions bf16_state(const DashOptions& options) {
   return DashOptions(options).factor_precision(kBF16).root_precision(kBF16).moment_precision(kBF16);
 }
 
-// A state tensor of `optimizer` by its checkpoint key, through a checkpoint's bytes.
-at::Tensor saved_state(const Dash& optimizer, const std::string& key) {
+// Parameter `param`'s state entry `name`, through a checkpoint's bytes.
+at::Tensor saved_state(const Dash& optimizer, int64_t param, const std::string& name) {
   torch::serialize::OutputArchive archive;
   optimizer.save(archive);
   std::ostringstream bytes;
@@ -37,8 +37,10 @@ at::Tensor saved_state(const Dash& optimizer, const std::string& key) {
   std::istringstream input_bytes(bytes.str());
   torch::serialize::InputArchive input;
   input.load_from(input_bytes);
+  torch::serialize::InputArchive entries;
+  input.read("dash.state." + std::to_string(param), entries);
   at::Tensor tensor;
-  input.read(key, tensor, /*is_buffer=*/true);
+  entries.read(name, tensor, /*is_buffer=*/true);
   return tensor;
 }
 
@@ -72,9 +74,9 @@ TEST(StatePrecision, BFloat16FactorsAreTheEmaRoundedOncePerStep) {
     optimizer.step();
     const auto g = grad.to(at::kDouble);
     reference = (beta * reference + (1.0 - beta) * g.mm(g.t())).to(at::kBFloat16).to(at::kDouble);
-    const auto stored = saved_state(optimizer, "factor.0.factors");
+    const auto stored = saved_state(optimizer, 0, "block.0.factor_left");
     ASSERT_EQ(stored.scalar_type(), at::kBFloat16) << "stored in bfloat16";
-    const auto left = stored[0].to(at::kDouble);
+    const auto left = stored.to(at::kDouble);
     EXPECT_TRUE((left - reference).abs().le(reference.abs() * std::ldexp(1.0, -8) + 1e-30).all().item<bool>())
         << "step " << step + 1 << ": largest difference " << (left - reference).abs().max().item<double>();
     reference = left;  // the next EMA starts from what dash stored

@@ -1,9 +1,9 @@
-// The per-factor-stack root policy (optim/root_refresh.h) on hand-built state: only
+// The per-factor-stack root policy (optim/families/shampoo_roots.h) on hand-built state: only
 // due factors get new roots (against a float64 reference), a failed root keeps the
 // previous one and is counted, an overflowing factor restarts from zero, and the
 // chunk size follows the workspace budget.
 
-#include "optim/root_refresh.h"
+#include "optim/families/shampoo_roots.h"
 #include "support/solver_options.h"
 #include "support/spd_matrices.h"
 

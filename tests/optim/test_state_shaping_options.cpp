@@ -22,9 +22,9 @@ std::vector<torch::optim::OptimizerParamGroup> one_group(const DashOptions& opti
   return groups;
 }
 
-// Checkpoints written before the list existed hold this exact text under
-// "dash.layout" (the format of groups_signature() since checkpoints have had one),
-// so a change of format would make every old checkpoint fail to load.
+// Checkpoints hold this exact text under "dash.signature" (and those of format 1,
+// without the family, under "dash.layout": before_families), so a change of format
+// would make every earlier checkpoint fail to load.
 TEST(StateShapingOptions, SignatureKeepsTheCheckpointFormat) {
   const auto options = DashOptions()
                            .block_size(4)
@@ -32,8 +32,11 @@ TEST(StateShapingOptions, SignatureKeepsTheCheckpointFormat) {
                            .one_dimensional(OneDimensional::Shampoo1D)
                            .grafting(GraftingType::RMSprop)
                            .exponent_override(2);
-  EXPECT_EQ(groups_signature(one_group(options)), "group 0 B=4 1d=1 root=2 graft=1 momentum=1: [7, 5] [5]\n");
-  EXPECT_EQ(groups_signature(one_group(DashOptions())), "group 0 B=1024 1d=0 root=0 graft=0 momentum=0: [7, 5] [5]\n");
+  EXPECT_EQ(groups_signature(one_group(options)), "group 0 B=4 1d=1 root=2 graft=1 momentum=1 family=0: [7, 5] [5]\n");
+  EXPECT_EQ(groups_signature(one_group(DashOptions())),
+      "group 0 B=1024 1d=0 root=0 graft=0 momentum=0 family=0: [7, 5] [5]\n");
+  EXPECT_EQ(groups_signature(one_group(options), true, /*before_families=*/true),
+      "group 0 B=4 1d=1 root=2 graft=1 momentum=1: [7, 5] [5]\n");
 }
 
 // The layout changes with what decides the state's shapes, not with every value:
@@ -55,9 +58,11 @@ TEST(StateShapingOptions, LayoutFollowsTheShapesOfTheState) {
 }
 
 TEST(StateShapingOptions, MessagesNameEveryOption) {
-  EXPECT_EQ(state_shaping_option_names(), "block_size, one_dimensional, exponent_override, grafting, momentum");
+  EXPECT_EQ(state_shaping_option_names(),
+      "block_size, one_dimensional, exponent_override, grafting, momentum, preconditioner");
   EXPECT_EQ(state_layout(DashOptions().block_size(8)),
-      "block_size 8, one_dimensional adamw, exponent_override 0, grafting with a statistic, momentum off");
+      "block_size 8, one_dimensional adamw, exponent_override 0, grafting with a statistic, momentum off, "
+      "preconditioner shampoo");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "optim/root_refresh.h"
+#include "optim/families/shampoo_roots.h"
 
 #include "common/device_clock.h"
 #include "kernels/core_ranges.h"
@@ -55,15 +55,8 @@ void StackRoots::run() {
     root_options_.method(state_.root_method == RootMethod::Auto ? RootMethod::EVD : state_.root_method);
   }
   warm_eigen_ = root_options_.method() == RootMethod::EVD && root_options_.eigen().refresh_tolerance() > 0.0;
-  if (warm_eigen_ && !state_.basis.vectors.defined()) {
-    state_.basis.vectors = at::zeros(state_.factors.sizes(), state_.factors.options().dtype(at::kFloat));
-    state_.basis.valid = at::zeros({stack_.count}, state_.factors.options().dtype(at::kBool));
-    state_.refresh_counts = at::zeros({3}, state_.factors.options().dtype(at::kLong));
-  }
-  if (!state_.consecutive_failures.defined()) {
-    state_.consecutive_failures = at::zeros({stack_.count}, state_.failures.options());
-    state_.factor_resets = at::zeros({}, state_.failures.options());
-  }
+  if (warm_eigen_) allocate_factor_fields(state_, FactorPresence::WarmStart);
+  allocate_factor_fields(state_, FactorPresence::FirstRoot);
   auto execution = options_.execution() == Execution::Auto ? state_.root_execution : options_.execution();
   if (execution == Execution::Auto && state_.calibration_pending) {
     // The first computation fills the solvers' workspace; the second is timed.
@@ -93,8 +86,8 @@ void StackRoots::refresh(int64_t first, int64_t length, const at::Tensor& due_ma
   at::Tensor part_vectors, part_valid;
   Eigenbasis basis;
   if (warm_eigen_) {
-    part_vectors = part(state_.basis.vectors);
-    part_valid = part(state_.basis.valid);
+    part_vectors = part(state_.eigenvectors);
+    part_valid = part(state_.eigenbasis_valid);
     basis = {part_vectors, part_valid, {}};  // replaced by the new basis
   }
   at::Tensor fresh;

@@ -1,7 +1,8 @@
 #pragma once
 
-// The per-factor-stack root policy (spec §4 step 4): which method (RootMethod::Auto's
-// one-off choice), warm eigenbases or not, batched or one block at a time
+// Root-inverse Shampoo's amortised work, the per-factor-stack root policy (spec §4
+// step 4): which method (RootMethod::Auto's one-off choice), warm eigenbases or
+// not, batched or one block at a time
 // (Execution::Auto's one-off timing), over chunks that fit the workspace limit, with
 // failed roots kept and counted and overflowing factors restarted. The engine says
 // which factors are due; this unit owns everything after that.
@@ -11,6 +12,7 @@
 
 #include "blocking/stack_plan.h"
 #include "kernels/scratch.h"
+#include "optim/families/shampoo_state.h"
 #include "optim/workspace_budget.h"
 
 #include <ATen/core/Tensor.h>
@@ -18,36 +20,6 @@
 #include <vector>
 
 namespace dash::optim {
-
-struct FactorStackState {
-  at::Tensor factors;   ///< (N, b, b), in factor_precision
-  at::Tensor roots;     ///< (N, b, b) in root_precision; identity until a root is first computed
-  at::Tensor failures;  ///< () int64: roots kept because the new one failed
-  /// Allocated at the stack's first root computation: (N,) int64, the root
-  /// computations each factor has failed in a row; () int64, factors reset to zero
-  /// because they had overflowed or were about to.
-  at::Tensor consecutive_failures{};
-  at::Tensor factor_resets{};
-  /// EVD with eigen_refresh_tolerance > 0: each factor's last eigenvectors (allocated
-  /// at the first such root computation), and how many roots kept their basis,
-  /// were warm-started, were recomputed by eigh ((3,) int64, cumulative).
-  Eigenbasis basis{};
-  at::Tensor refresh_counts{};
-  /// Execution::Auto's choice for this stack's roots (Auto: not yet timed).
-  Execution root_execution = Execution::Auto;
-  bool calibration_pending = true;  ///< Auto: the first root computation is not timed
-  double calibrated_batched_ms = 0.0;
-  double calibrated_per_block_ms = 0.0;
-  /// RootMethod::Auto's choice for this stack (Auto: not made yet), and the trials
-  /// it was made from (not saved: empty after a checkpoint is loaded).
-  RootMethod root_method = RootMethod::Auto;
-  std::vector<RootMethodTrial> root_method_trials{};
-  /// Without a workspace limit, float32 roots rounded to a 16-bit
-  /// preconditioning_precision, made by the first step that needs them after the
-  /// roots changed (not state, not saved).
-  at::Tensor root_operands{};
-  bool root_operands_current = false;
-};
 
 /// The engine's buffers a root computation uses, shared by all factor stacks (one
 /// chunk is solved at a time): the solvers' workspace, the blocks' scratch (free in
