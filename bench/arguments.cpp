@@ -1,5 +1,6 @@
 #include "arguments.h"
 
+#include <dash/optimizer_options.h>
 #include <dash/root_options.h>
 
 #include <fcntl.h>
@@ -73,6 +74,12 @@ std::string comma_joined(const std::vector<std::string>& names) {
   std::string joined;
   for (const auto& name : names) joined += (joined.empty() ? "" : ",") + name;
   return joined;
+}
+
+std::string preconditioner_names() {
+  std::vector<std::string> names;
+  for (auto family : kPreconditioners) names.push_back(to_string(family));
+  return comma_joined(names);
 }
 
 std::string solver_method_names() {

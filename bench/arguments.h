@@ -48,6 +48,8 @@ bool asks_for_help(const std::vector<std::string>& args);
 std::string comma_joined(const std::vector<std::string>& names);
 
 /// Every solver's name (dash::kSolverMethods), comma-separated: the default of --methods.
+/// Every preconditioner family's name, comma-separated (dash::kPreconditioners).
+std::string preconditioner_names();
 std::string solver_method_names();
 
 class Arguments {

@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
       "                       [--precisions fp32,fp16,bf16] [--max-steps 30] [--minimax-interval-min 1e-6]\n"
       "                       [--epsilon 0] [--device cpu|cuda] [--warmup 1] [--reps 3] [--json PATH]\n"
       "       dash-bench step [--preset llama-tiny|llama-953m|smoke] [--layers N] [--shapes 512x512,512]\n"
-      "                       [--block 256] [--frequencies 1,10] [--methods " +
+      "                       [--block 256] [--frequencies 1,10] [--preconditioners " +
+      dash::bench::preconditioner_names() + "]\n                       [--methods " +
       dash::bench::solver_method_names() +
       "]\n"
       "                       [--scalings fro,pi,multi-pi] [--precisions fp32,fp16,bf16] [--baseline 1]\n"

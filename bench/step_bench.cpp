@@ -367,6 +367,9 @@ std::string workspace_label(double limit) {
   return " ws " + (limit < 1.0 ? fixed(limit, 2) : fixed(limit / 1e6, 0) + "MB");
 }
 
+void add_family_configurations(const Arguments& arguments, const DashOptions& base, const std::string& family_label,
+    std::vector<Configuration>& result);
+
 std::vector<Configuration> configurations(const Arguments& arguments, int64_t frequency) {
   auto base = DashOptions(1e-3)
                   .block_size(arguments.integer("block"))
@@ -380,6 +383,18 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
         DashOptions(base).execution(Execution::Sequential).root(InverseRootOptions().method(RootMethod::EVD));
     result.push_back({kSequentialBaselineLabel, false, sequential});
   }
+  for (const auto& family_name : arguments.list("preconditioners")) {
+    const auto family = parse_preconditioner_type(family_name);
+    // Shampoo's rows keep the labels they had before there were families.
+    const auto family_label = family == PreconditionerType::Shampoo ? std::string() : " " + family_name;
+    add_family_configurations(arguments, DashOptions(base).preconditioner(family), family_label, result);
+  }
+  return result;
+}
+
+// One family's DASH configurations: every combination of the swept options.
+void add_family_configurations(const Arguments& arguments, const DashOptions& base, const std::string& family_label,
+    std::vector<Configuration>& result) {
   for (const auto& method_name : arguments.list("methods")) {
     const auto method = parse_root_method(method_name);
     std::vector<std::string> scalings = arguments.list("scalings");
@@ -408,7 +423,7 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
                                      .root_precision(state)
                                      .moment_precision(state);
                   result.push_back(
-                      {to_string(execution) + " " + to_string(method) + variant_label + " " +
+                      {to_string(execution) + family_label + " " + to_string(method) + variant_label + " " +
                               (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " + to_string(precision) +
                               (preconditioning == MatmulPrecision::FP32 ? "" : " pc " + to_string(preconditioning)) +
                               workspace_label(limit) +
@@ -422,7 +437,6 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
       }
     }
   }
-  return result;
 }
 
 // "x seq" compares a configuration with the same one run per block
@@ -452,19 +466,19 @@ void check_configurations(const std::vector<Configuration>& configs) {
 }  // namespace
 
 int run_step_bench(const std::vector<std::string>& args) {
-  Arguments arguments(
-      args, {{"preset", "llama-tiny"}, {"layers", integer_option("-1", -1)}, {"shapes", ""},
-                {"block", integer_option("256", 1)}, {"frequencies", integer_list_option("1,10", 1)},
-                {"methods", solver_method_names()}, {"scalings", "fro,pi,multi-pi"}, {"precisions", "fp32,fp16,bf16"},
-                {"baseline", integer_option("1", 0, 1)}, {"warmup", integer_option("1", 0)},
-                {"steps", integer_option("0", 0)}, {"device", "cpu"}, {"json", output_file_option()},
-                {"profile", integer_option("0", 0, 1)}, {"seed", integer_option("0", 0)},
-                {"interleave", integer_option("0", 0, 1)}, {"executions", "batched,auto"},
-                {"eigen-tolerances", real_list_option("0", 0, 1)}, {"ndb-polynomials", "newton-schulz"},
-                {"ndb-evaluations", "matmuls"}, {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)},
-                {"tf32", integer_option("0", 0, 1)}, {"newton-steps", integer_list_option("10", 1)},
-                {"preconditioning-precisions", "fp32"}, {"weight-decay", real_option("0", 0)},
-                {"workspace-limits", real_list_option("0.1", 0, 1e18)}, {"state-precisions", "fp32"}});
+  Arguments arguments(args,
+      {{"preset", "llama-tiny"}, {"layers", integer_option("-1", -1)}, {"shapes", ""},
+          {"block", integer_option("256", 1)}, {"frequencies", integer_list_option("1,10", 1)},
+          {"preconditioners", preconditioner_names()}, {"methods", solver_method_names()},
+          {"scalings", "fro,pi,multi-pi"}, {"precisions", "fp32,fp16,bf16"}, {"baseline", integer_option("1", 0, 1)},
+          {"warmup", integer_option("1", 0)}, {"steps", integer_option("0", 0)}, {"device", "cpu"},
+          {"json", output_file_option()}, {"profile", integer_option("0", 0, 1)}, {"seed", integer_option("0", 0)},
+          {"interleave", integer_option("0", 0, 1)}, {"executions", "batched,auto"},
+          {"eigen-tolerances", real_list_option("0", 0, 1)}, {"ndb-polynomials", "newton-schulz"},
+          {"ndb-evaluations", "matmuls"}, {"minimax-interval-min", real_option("1e-6", 1e-12, 0.5)},
+          {"tf32", integer_option("0", 0, 1)}, {"newton-steps", integer_list_option("10", 1)},
+          {"preconditioning-precisions", "fp32"}, {"weight-decay", real_option("0", 0)},
+          {"workspace-limits", real_list_option("0.1", 0, 1e18)}, {"state-precisions", "fp32"}});
   const auto float32_matmuls = set_float32_matmul_mode(arguments.text("tf32") == "1");
   // Every configuration's names and options, before anything is measured.
   check_configurations(configurations(arguments, 1));

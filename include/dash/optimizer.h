@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -139,11 +140,16 @@ class Dash : public torch::optim::Optimizer {
   /// statistic, so training goes on from the next ordinary gradient. Groups with
   /// NonFiniteGradients::Unchecked are left out of both checks.
   at::Tensor step(LossClosure closure = nullptr) override;
-  /// One step with `group_options` as the param groups' options (one per group,
-  /// checked first), swapped in under the step's lock; a step that raises leaves the
-  /// previous options in place. For bindings that keep the options apart from the
-  /// groups (the Python package).
-  void step_with_options(std::vector<DashOptions> group_options);
+  /// One step with `changed_options` as the param groups' new options (one entry per
+  /// group: the group's new options, or none where they did not change), swapped in
+  /// under the step's lock; the given ones are checked first, the others are not
+  /// checked again; a step that raises leaves the previous options in place. For
+  /// bindings that keep the options apart from the groups and convert only what
+  /// changed (the Python package: its param groups' mirror).
+  void step_with_options(std::vector<std::optional<DashOptions>> changed_options);
+  /// How many group option sets step_with_options() has taken (converted and
+  /// checked): a step of unchanged groups takes none.
+  int64_t option_updates() const { return option_updates_; }
   /// torch::save(optimizer, path) writes this process's state: the groups' options,
   /// the step counters and every parameter's state as parameter_state() gives it (on
   /// a rank of several, the entries of the blocks it owns). load() takes such an
@@ -241,13 +247,15 @@ class Dash : public torch::optim::Optimizer {
   /// the options only once `read` has returned (a load that throws changes nothing).
   void install_loaded(const std::vector<DashOptions>& options,
       const std::function<void(Impl&, const std::vector<torch::optim::OptimizerParamGroup>&)>& read);
-  /// step() after the closure, with the lock held.
-  void step_locked();
+  /// step() after the closure, with the lock held; `check_groups`: check every
+  /// group's options first (C++ callers may have edited them in place).
+  void step_locked(bool check_groups = true);
 
   std::unique_ptr<Impl> impl_;
   std::shared_ptr<const DistributedContext> distributed_;
   /// Taken by every call that reads or changes the state (held by pointer: a Dash stays movable).
   std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
+  int64_t option_updates_ = 0;
 };
 
 }  // namespace dash

@@ -31,10 +31,17 @@ __all__ = [
     "inverse_root",
     "inverse_root_with_diagnostics",
     "no_reduce_hook",
+    "preconditioners",
     "solver_methods",
 ]
 
 __version__ = "0.1.0"
+
+
+def preconditioners():
+    """Every preconditioner family's name (what ``preconditioner`` takes), from the C++
+    ``dash::kPreconditioners``: tests, benchmarks and dash-train iterate it."""
+    return _C.preconditioners()
 
 
 def solver_methods():

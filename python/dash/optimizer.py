@@ -71,6 +71,28 @@ def _cpp_from_group(group: Dict[str, Any]) -> Dict[str, Any]:
     return options
 
 
+def _same_option(a, b) -> bool:
+    """Whether a param group's option value `a` is the one the C++ optimizer holds
+    (`b`): the same kind and value (a bool is not a number; a list is its tuple)."""
+    if a is b:
+        return True
+    if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
+        return len(a) == len(b) and all(_same_option(x, y) for x, y in zip(a, b))
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 (a value that cannot be compared is sent, and checked there)
+        return False
+
+
+def _changed_options(group: Dict[str, Any], held: Dict[str, Any]) -> Dict[str, Any]:
+    """The options of `group` (C++ names) that differ from `held`, the ones the C++
+    optimizer holds for it."""
+    return {key: value for key, value in _cpp_from_group(group).items()
+            if key not in held or not _same_option(value, held[key])}
+
+
 def _check_torch_switches(options: Dict[str, Any], where: str) -> None:
     for key, allowed in _TORCH_SWITCHES.items():
         value = options.get(key)
@@ -222,10 +244,17 @@ class Dash(torch.optim.Optimizer):
             scheme=scheme,
         )
         self._params = self._param_identities()
+        self._mirror_options()
         self.state = _ParameterState(self)
         self._unknown_keys_seen = self._unknown_keys()
         self._construction = dict(process_group=process_group, distributed=distributed,
                                   communication_dtype=communication_dtype, scheme=scheme)
+
+    def _mirror_options(self) -> None:
+        """Notes the options the C++ optimizer holds for each group: a step sends a
+        group's only where the param group has changed them since (a scheduler's lr,
+        a hand edit), and the C++ optimizer converts and checks only those."""
+        self._held_options = [dict(self._cpp.group_options(index)) for index in range(len(self.param_groups))]
 
     def _unknown_keys(self) -> frozenset:
         return frozenset(key for group in self.param_groups for key in group if key not in _KNOWN_KEYS)
@@ -246,6 +275,7 @@ class Dash(torch.optim.Optimizer):
                 self.param_groups.pop()
                 raise
             self._params = self._param_identities()
+            self._mirror_options()
 
     @torch.no_grad()
     def step(self, closure: Optional[Callable[[], Any]] = None):
@@ -268,7 +298,11 @@ class Dash(torch.optim.Optimizer):
             _check_torch_switches(group, "dash.Dash.step")
         if self._shards is not None:
             self._shards.receive_gradients()
-        self._cpp.step([_cpp_from_group(group) for group in self.param_groups])
+        changes = [_changed_options(group, held) for group, held in zip(self.param_groups, self._held_options)]
+        self._cpp.step(changes)
+        for index, changed in enumerate(changes):
+            if changed:  # what the C++ optimizer holds now (a tensor lr may change in place later)
+                self._held_options[index] = dict(self._cpp.group_options(index))
         return loss
 
     def _cpp_params(self, params: List[torch.Tensor]) -> List[torch.Tensor]:
@@ -383,6 +417,7 @@ class Dash(torch.optim.Optimizer):
                                   stacklevel=3)
                     continue
                 group[key] = value
+        self._mirror_options()
         for hook in getattr(self, "_optimizer_load_state_dict_post_hooks", {}).values():
             hook(self)
 

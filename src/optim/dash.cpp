@@ -129,32 +129,37 @@ at::Tensor Dash::step(LossClosure closure) {
   return loss;
 }
 
-void Dash::step_with_options(std::vector<DashOptions> group_options) {
+void Dash::step_with_options(std::vector<std::optional<DashOptions>> changed_options) {
   const c10::InferenceMode buffers_are_not_inference(false);
   at::NoGradGuard no_grad;
   const std::lock_guard<std::mutex> lock(*mutex_);
-  TORCH_CHECK(group_options.size() == param_groups_.size(), "dash::Dash: ", group_options.size(), " option sets for ",
-      param_groups_.size(), " param groups");
-  for (const auto& options : group_options) optim::check_options(options);
-  auto swap_all = [&] {
+  TORCH_CHECK(changed_options.size() == param_groups_.size(), "dash::Dash: ", changed_options.size(),
+      " option sets for ", param_groups_.size(), " param groups");
+  for (const auto& options : changed_options) {
+    if (options) optim::check_options(*options);
+  }
+  auto swap_changed = [&] {
     for (size_t g = 0; g < param_groups_.size(); ++g) {
-      std::swap(static_cast<DashOptions&>(param_groups_[g].options()), group_options[g]);
+      if (changed_options[g]) std::swap(static_cast<DashOptions&>(param_groups_[g].options()), *changed_options[g]);
     }
   };
-  swap_all();
+  swap_changed();
   try {
-    step_locked();
+    step_locked(/*check_groups=*/false);
   } catch (...) {
     // A refused step (a state-layout edit, a non-finite gradient) leaves the options
     // as they were, so that the optimizer still saves and loads consistently.
-    swap_all();
+    swap_changed();
     throw;
   }
+  for (const auto& options : changed_options) option_updates_ += options ? 1 : 0;
 }
 
-void Dash::step_locked() {
-  // Every step: setters and param-group edits get the construction's checks.
-  for (const auto& group : param_groups_) optim::check_options(optim::options_of(group));
+void Dash::step_locked(bool check_groups) {
+  // Setters and param-group edits get the construction's checks.
+  if (check_groups) {
+    for (const auto& group : param_groups_) optim::check_options(optim::options_of(group));
+  }
   const bool same_params = impl_->matches(param_groups_);
   if (!same_params || (impl_->steps_taken() == 0 && !impl_->layout_matches(param_groups_))) {
     // Before the first step nothing is lost: the state is rebuilt for the groups as

@@ -8,8 +8,8 @@
 namespace dash::optim {
 
 WorkspaceBudget workspace_budget(double workspace_limit, int64_t state_bytes) {
-  TORCH_CHECK(workspace_limit >= 0.0 && std::isfinite(workspace_limit),
-      "dash::Dash: workspace_limit must be finite and >= 0, got ", workspace_limit);
+  // (check_options refused any other value, naming the option.)
+  TORCH_INTERNAL_ASSERT(workspace_limit >= 0.0 && std::isfinite(workspace_limit));
   if (workspace_limit == 0.0) return {};
   if (workspace_limit >= 1.0) {
     // Beyond int64's range is no limit in practice.

@@ -124,6 +124,14 @@ void bind_inverse_root(py::module_& module) {
         });
       },
       py::arg("matrices"));
+  module.def(
+      "preconditioners",
+      [] {
+        py::list names;
+        for (auto family : kPreconditioners) names.append(py::str(to_string(family)));
+        return names;
+      },
+      "Every preconditioner family's name (C++ dash::kPreconditioners).");
   module.def("solver_methods", solver_methods,
       "Every root solver's name (C++ dash::kSolverMethods) with its traits (dash::SolverTraits).");
   module.def(

@@ -18,6 +18,7 @@
 #include <torch/serialize/archive.h>
 
 #include <map>
+#include <optional>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -152,16 +153,21 @@ void load_parameter_states(Dash& optimizer, const py::list& group_options,
 
 // The optimizer's calls take its lock (<dash/optimizer.h>); they wait for it
 // without the GIL, so that the thread holding it can finish its step.
-void step(Dash& optimizer, const py::list& group_options) {
+// `group_changes`: per group, the options changed since the last step (Python's
+// mirror, dash.Dash.step, sends only those): a group without changes is neither
+// converted nor checked again.
+void step(Dash& optimizer, const py::list& group_changes) {
   const auto& groups = optimizer.param_groups();
-  TORCH_CHECK_VALUE(py::len(group_options) == groups.size(), "dash.Dash: ", py::len(group_options),
+  TORCH_CHECK_VALUE(py::len(group_changes) == groups.size(), "dash.Dash: ", py::len(group_changes),
       " option dicts for ", groups.size(), " param groups");
-  // All groups are converted (and checked) before any is changed; the swap itself
-  // happens under the step's lock (step_with_options).
-  std::vector<DashOptions> options;
+  // All changed groups are converted (and checked) before any is changed; the swap
+  // itself happens under the step's lock (step_with_options).
+  std::vector<std::optional<DashOptions>> options(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) {
-    options.push_back(dash_options_from(group_options[g].cast<py::dict>(), /*ignore_unknown=*/true,
-        static_cast<const DashOptions&>(groups[g].options())));
+    const auto changes = group_changes[g].cast<py::dict>();
+    if (changes.empty()) continue;
+    options[g] =
+        dash_options_from(changes, /*ignore_unknown=*/true, static_cast<const DashOptions&>(groups[g].options()));
   }
   torch::PyWarningHandler warnings_to_python;  // TORCH_WARN (a skipped step) as a Python warning
   try {
@@ -197,7 +203,8 @@ void bind_optimizer(py::module_& module) {
             py::gil_scoped_release release;
             optimizer.add_param_group(group);
           })
-      .def("step", &step, py::arg("group_options"))
+      .def("step", &step, py::arg("group_changes"))
+      .def("option_updates", &Dash::option_updates)
       .def("group_options",
           [](const Dash& optimizer, size_t g) {
             TORCH_CHECK_INDEX(g < optimizer.param_groups().size(), "dash.Dash: no param group ", g);

@@ -975,3 +975,53 @@ def test_the_optimizer_is_freed_when_its_last_reference_goes():
         assert reference() is None
     finally:
         gc.enable()
+
+
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step\\(\\)` before")
+def test_a_step_converts_only_the_groups_whose_options_changed():
+    params = make_params()
+    optimizer = dash.Dash([dict(params=params[:1]), dict(params=params[1:], lr=0.02)], lr=0.01, **OPTIONS)
+    gradients = fixed_gradients(params, 8)
+    for grads in gradients[:3]:
+        apply_step(optimizer, params, grads)
+    assert optimizer._cpp.option_updates() == 0  # nothing changed: nothing converted or checked
+    optimizer.param_groups[1]["eps_graft"] = 1e-6  # a hand edit: that group, once
+    apply_step(optimizer, params, gradients[3])
+    apply_step(optimizer, params, gradients[4])
+    assert optimizer._cpp.option_updates() == 1
+    assert optimizer._cpp.group_options(1)["eps_graft"] == 1e-6
+    # A scheduler changes every group's lr at every step: each group once per step.
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: 0.5 ** step)
+    for grads in gradients[5:7]:
+        scheduler.step()
+        apply_step(optimizer, params, grads)
+    assert optimizer._cpp.option_updates() == 1 + 2 * 2
+    for index, group in enumerate(optimizer.param_groups):
+        assert optimizer._cpp.group_options(index)["lr"] == group["lr"]
+    # An lr tensor filled in place (as torch's schedulers fill one) is seen too.
+    optimizer.param_groups[0]["lr"] = torch.tensor(0.003, dtype=torch.float64)
+    apply_step(optimizer, params, gradients[7])
+    optimizer.param_groups[0]["lr"].fill_(0.004)
+    apply_step(optimizer, params, gradients[7])
+    assert optimizer._cpp.group_options(0)["lr"] == 0.004
+    # A refused edit is refused at every step until it is undone.
+    optimizer.param_groups[0]["momentum"] = -1.0
+    for _ in range(2):
+        with pytest.raises(ValueError, match="momentum"):
+            apply_step(optimizer, params, gradients[7])
+
+
+def test_every_preconditioner_family_is_named_and_trains_by_its_keyword():
+    families = dash.preconditioners()
+    assert families and len(set(families)) == len(families) and "shampoo" in families
+    for family in families:
+        params = make_params()
+        start = flat(params)
+        optimizer = dash.Dash(params, lr=0.01, **OPTIONS, preconditioner=family)
+        assert optimizer.param_groups[0]["preconditioner"] == family
+        for gradients in fixed_gradients(params, 4):
+            apply_step(optimizer, params, gradients)
+        assert torch.isfinite(flat(params)).all() and not torch.equal(flat(params), start)
+        assert reloaded(optimizer, **OPTIONS, preconditioner=family).param_groups[0]["preconditioner"] == family
+    with pytest.raises(ValueError, match="preconditioner"):
+        dash.Dash(make_params(), preconditioner="shampo")

@@ -1,0 +1,2 @@
+#include "optim/left.h"
+#include "optim/right.h"
