@@ -9,7 +9,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build_dir=${DASH_BUILD_DIR:-$root/build/release}
-bash "$root/scripts/build.sh" "$build_dir"   # also installs the Python package (docs/python.md)
+# Only what the job runs: the library, dash-train and the Python extension (the tests,
+# benchmarks and examples are built by scripts/test.sh, in the same folder).
+DASH_BUILD_TARGETS="dash-train dash_python" bash "$root/scripts/build.sh" "$build_dir"   # also installs `import dash`
 cd "$root"
 replace=(--overwrite)
 for argument in "$@"; do

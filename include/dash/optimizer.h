@@ -117,8 +117,11 @@ struct DashDiagnostics {
 /// the byte counts of one Dash take a lock, so a step is atomic (parameter_state()'s
 /// views are read outside it):
 /// several threads stepping one optimizer take turns (as under Python's GIL with
-/// torch.optim), none sees a half-updated state. Editing param groups while another
-/// thread steps is not covered (the step reads the options when it begins).
+/// torch.optim), none sees a half-updated state. A step reads each parameter's
+/// gradient once, when it begins (step_with_options: the caller's reading), and
+/// holds it for the step: a thread that gives a parameter a new gradient (or none)
+/// meanwhile changes the next step's. Editing param groups while another thread
+/// steps is not covered (the step reads the options when it begins).
 class Dash : public torch::optim::Optimizer {
  public:
   explicit Dash(std::vector<torch::optim::OptimizerParamGroup> param_groups, DashOptions defaults = {});
@@ -145,8 +148,11 @@ class Dash : public torch::optim::Optimizer {
   /// under the step's lock; the given ones are checked first, the others are not
   /// checked again; a step that raises leaves the previous options in place. For
   /// bindings that keep the options apart from the groups and convert only what
-  /// changed (the Python package: its param groups' mirror).
-  void step_with_options(std::vector<std::optional<DashOptions>> changed_options);
+  /// changed (the Python package: its param groups' mirror). `gradients`: every
+  /// parameter's, in the param groups' order (undefined: none), as the caller read
+  /// them where that is safe (Python's binding, under the GIL); empty: read here.
+  void step_with_options(
+      std::vector<std::optional<DashOptions>> changed_options, std::vector<at::Tensor> gradients = {});
   /// How many group option sets step_with_options() has taken (converted and
   /// checked): a step of unchanged groups takes none.
   int64_t option_updates() const { return option_updates_; }
@@ -249,7 +255,9 @@ class Dash : public torch::optim::Optimizer {
       const std::function<void(Impl&, const std::vector<torch::optim::OptimizerParamGroup>&)>& read);
   /// step() after the closure, with the lock held; `check_groups`: check every
   /// group's options first (C++ callers may have edited them in place).
-  void step_locked(bool check_groups = true);
+  void step_locked(bool check_groups, std::vector<at::Tensor> gradients);
+  /// Every parameter's gradient now, in the param groups' order (undefined: none).
+  std::vector<at::Tensor> current_gradients() const;
 
   std::unique_ptr<Impl> impl_;
   std::shared_ptr<const DistributedContext> distributed_;

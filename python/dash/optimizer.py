@@ -12,6 +12,7 @@ import torch
 
 from . import _C
 from .fsdp import LocalShards
+from .state_dicts import RankShare, checked_entries, gathered_on, with_checksums
 
 # The C++ options as keywords: every DashOptions field under its C++ name, the root
 # options flat (``root_method``, ``scaling``, ...), enums as strings. In param groups
@@ -142,6 +143,27 @@ def _check_unknown_keys(keys, where: str, strict: bool, stacklevel: int) -> None
                           stacklevel=stacklevel)
 
 
+_READ_ONLY_STATE = ("dash.Dash.state holds views of the C++ state, which it names (docs/python.md, \"State and "
+                    "checkpoints\"): change a value in place (optimizer.state[p][name].copy_(...)), or load a "
+                    "state dict; entries cannot be added, replaced or removed")
+
+
+class _ParameterEntries(dict):
+    """One parameter's entries in ``Dash.state``: a dict of views that refuses to gain,
+    replace or lose entries (a write there would be lost: the C++ state is the state)."""
+
+    def _refuse(self, *args, **kwargs):
+        raise TypeError(_READ_ONLY_STATE)
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = _refuse
+
+    def __deepcopy__(self, memo):
+        return {name: copy.deepcopy(tensor, memo) for name, tensor in self.items()}
+
+    def __reduce_ex__(self, protocol):
+        return (dict, (dict(self),))
+
+
 class _ParameterState(collections.abc.Mapping):
     """``Dash.state``: per parameter, views of its part of the C++ state (its blocks'
     factors, roots and moments, or its AdamW moments), made when read; iteration skips
@@ -167,7 +189,13 @@ class _ParameterState(collections.abc.Mapping):
     def __getitem__(self, param) -> Dict[str, torch.Tensor]:
         """A parameter of this optimizer without state here gives {} (as torch.optim's
         defaultdict does); any other tensor a KeyError."""
-        return dict(self._live()._cpp.parameter_state(self._index(param)))
+        return _ParameterEntries(self._live()._cpp.parameter_state(self._index(param)))
+
+    def __setitem__(self, param, value):
+        raise TypeError(_READ_ONLY_STATE)
+
+    def __delitem__(self, param):
+        raise TypeError(_READ_ONLY_STATE)
 
     def __iter__(self):
         optimizer = self._live()
@@ -215,6 +243,7 @@ class Dash(torch.optim.Optimizer):
         distributed: bool = True,
         communication_dtype: str = "fp32",
         scheme: Optional[str] = None,
+        timeout: Optional[Any] = None,
         **options: Any,
     ):
         defaults = _group_from_cpp(_C.default_options())
@@ -224,6 +253,11 @@ class Dash(torch.optim.Optimizer):
         _C.validate_options(_cpp_from_group(defaults))  # ValueError naming a bad option
         self._cpp = None
         super().__init__(params, defaults)
+        for index, group in enumerate(self.param_groups):
+            try:
+                _C.validate_options(_cpp_from_group(group))
+            except ValueError as error:
+                raise ValueError(f"dash.Dash: param group {index}: {error}") from error
         devices = {param.device.type for group in self.param_groups for param in group["params"]}
         self._shards = LocalShards.of([p for group in self.param_groups for p in group["params"]], "dash.Dash")
         if self._shards is not None:
@@ -235,6 +269,8 @@ class Dash(torch.optim.Optimizer):
             group = _process_group(group) if group is not None else None
         else:
             group = _process_group(process_group) if distributed else None
+        self._process_group = group  # None in one process
+        self._consolidated = None  # consolidate_state_dict's, on its rank `to`, until the next step
         scheme = scheme or "replicated"
         self._cpp = _C.Optimizer(
             [(self._cpp_params(group_["params"]), _cpp_from_group(group_)) for group_ in self.param_groups],
@@ -242,13 +278,14 @@ class Dash(torch.optim.Optimizer):
             device_type=devices.pop() if len(devices) == 1 else "cpu",
             communication_dtype=communication_dtype,
             scheme=scheme,
+            timeout=_timeout_seconds(timeout),
         )
         self._params = self._param_identities()
         self._mirror_options()
         self.state = _ParameterState(self)
         self._unknown_keys_seen = self._unknown_keys()
         self._construction = dict(process_group=process_group, distributed=distributed,
-                                  communication_dtype=communication_dtype, scheme=scheme)
+                                  communication_dtype=communication_dtype, scheme=scheme, timeout=timeout)
 
     def _mirror_options(self) -> None:
         """Notes the options the C++ optimizer holds for each group: a step sends a
@@ -260,7 +297,9 @@ class Dash(torch.optim.Optimizer):
         return frozenset(key for group in self.param_groups for key in group if key not in _KNOWN_KEYS)
 
     def add_param_group(self, param_group: Dict[str, Any]) -> None:
-        _normalise_keywords(param_group, "dash.Dash.add_param_group", self.defaults["betas"], strict=False)
+        # (torch.optim.Optimizer.__init__ adds the constructor's groups through here)
+        where = "dash.Dash" if self._cpp is None else "dash.Dash.add_param_group"
+        _normalise_keywords(param_group, where, self.defaults["betas"], strict=False)
         super().add_param_group(param_group)
         if self._cpp is not None:
             group = self.param_groups[-1]
@@ -270,7 +309,11 @@ class Dash(torch.optim.Optimizer):
                 elif LocalShards.of(group["params"], "dash.Dash.add_param_group") is not None:
                     raise ValueError("dash.Dash.add_param_group: the optimizer's parameters are not sharded by "
                                      "FSDP, the added ones are")
-                self._cpp.add_param_group(self._cpp_params(group["params"]), _cpp_from_group(group))
+                try:
+                    self._cpp.add_param_group(self._cpp_params(group["params"]), _cpp_from_group(group))
+                except ValueError as error:
+                    raise ValueError(f"dash.Dash.add_param_group: param group {len(self.param_groups) - 1}: "
+                                     f"{error}") from error
             except Exception:
                 self.param_groups.pop()
                 raise
@@ -285,7 +328,7 @@ class Dash(torch.optim.Optimizer):
                 loss = closure()
         if self._param_identities() != self._params:
             raise RuntimeError("dash.Dash: the parameters in param_groups changed after construction; "
-                               "use add_param_group (before the first step)")
+                               "add parameters with add_param_group")
         for group in self.param_groups:
             if "eps" in group:  # torch's name for Adam's ε, set on a group since
                 group["eps_graft"] = group["adamw_eps"] = group.pop("eps")
@@ -298,8 +341,12 @@ class Dash(torch.optim.Optimizer):
             _check_torch_switches(group, "dash.Dash.step")
         if self._shards is not None:
             self._shards.receive_gradients()
+        self._consolidated = None
         changes = [_changed_options(group, held) for group, held in zip(self.param_groups, self._held_options)]
-        self._cpp.step(changes)
+        # Read here, under the GIL: another thread may replace a .grad while the C++
+        # step runs without it (it never reads the parameters' gradients itself).
+        gradients = [param.grad for group in self.param_groups for param in self._cpp_params(group["params"])]
+        self._cpp.step(changes, gradients)
         for index, changed in enumerate(changes):
             if changed:  # what the C++ optimizer holds now (a tensor lr may change in place later)
                 self._held_options[index] = dict(self._cpp.group_options(index))
@@ -312,16 +359,46 @@ class Dash(torch.optim.Optimizer):
     def state_dict(self) -> Dict[str, Any]:
         """The state keyed by parameter index, as torch.optim's: ``state[i]`` is parameter
         i's part (``optimizer.state[p]``'s views, block by block: docs/python.md, "State
-        and checkpoints"), ``param_groups`` the groups' options, each with a ``"dash"``
-        entry (the options the state was built with and the step counters). Goes through
-        ``torch.save`` and ``torch.distributed.checkpoint``. The tensors are the live
-        state, as in torch.optim: copy them (``torch.save``, ``copy.deepcopy``) to keep
-        this moment's values. On a rank of several, the entries of the blocks the rank
-        owns (a parameter it owns none of has ``{}``)."""
+        and checkpoints", with a checksum per block), ``param_groups`` the groups' options,
+        each with a ``"dash"`` entry (the options the state was built with and the step
+        counters). Goes through ``torch.save`` and ``torch.distributed.checkpoint``. The
+        tensors are the live state, as in torch.optim: save it (``torch.save``,
+        ``copy.deepcopy``) before the next step. On a rank of several that split the
+        state, the entries of the blocks the rank owns (a parameter it owns none of has
+        ``{}``), which torch.distributed.checkpoint saves with every other rank's, and
+        which ``torch.save`` refuses alone, naming the remedies; after
+        ``consolidate_state_dict(to)``, on rank ``to``, every rank's."""
+        if self._consolidated is not None:
+            return self._consolidated
+        own = self.sharded_state_dict()
+        if self._process_group is None:
+            return own
+        import torch.distributed as dist
+
+        return RankShare(own, dist.get_rank(self._process_group), dist.get_world_size(self._process_group))
+
+    def consolidate_state_dict(self, to: int = 0) -> None:
+        """Gathers every rank's state on rank ``to`` of the optimizer's process group (a
+        collective: call it on every rank), as torch's ``ZeroRedundancyOptimizer`` does:
+        until the next step, ``state_dict()`` on rank ``to`` holds the state of every
+        block (on the CPU), which ``load_state_dict`` takes on any number of ranks. In
+        one process it does nothing."""
+        self._consolidated = None
+        if self._process_group is not None:
+            self._consolidated = gathered_on(self.sharded_state_dict(), to, self._process_group)
+
+    def sharded_state_dict(self) -> Dict[str, Any]:
+        """This process's state dict, a plain dict: in one process the whole state; on a
+        rank of several, its own blocks' (save every rank's, and resume with
+        ``load_sharded_state_dicts``)."""
         for hook in getattr(self, "_optimizer_state_dict_pre_hooks", {}).values():
             hook(self)
         diagnostics = self._cpp.diagnostics()
         saved = {"format": _STATE_FORMAT, **{key: diagnostics[key] for key in _COUNTERS}}
+        if self._process_group is not None:  # which share this is, for load_sharded_state_dicts
+            import torch.distributed as dist
+
+            saved.update(rank=dist.get_rank(self._process_group), world_size=dist.get_world_size(self._process_group))
         groups, start = [], 0
         for index, group in enumerate(self.param_groups):
             packed = {key: value for key, value in group.items() if key != "params"}
@@ -331,7 +408,8 @@ class Dash(torch.optim.Optimizer):
             groups.append(packed)
         prefix = self._shards.state_prefix if self._shards is not None else ""
         state_dict = {
-            "state": {index: {prefix + name: tensor for name, tensor in self._cpp.parameter_state(index).items()}
+            "state": {index: with_checksums({prefix + name: tensor
+                                             for name, tensor in self._cpp.parameter_state(index).items()})
                       for index in range(start)},
             "param_groups": groups,
         }
@@ -362,6 +440,7 @@ class Dash(torch.optim.Optimizer):
         state_dicts = list(state_dicts)
         if not state_dicts:
             raise ValueError("dash.Dash.load_sharded_state_dicts: no state dicts")
+        _check_rank_order(state_dicts, "dash.Dash.load_sharded_state_dicts")
         self._load_state_dicts(state_dicts, "load_sharded_state_dicts")
 
     def _load_state_dicts(self, state_dicts: List[Dict[str, Any]], name: str) -> None:
@@ -418,6 +497,7 @@ class Dash(torch.optim.Optimizer):
                     continue
                 group[key] = value
         self._mirror_options()
+        self._consolidated = None
         for hook in getattr(self, "_optimizer_load_state_dict_post_hooks", {}).values():
             hook(self)
 
@@ -443,11 +523,17 @@ class Dash(torch.optim.Optimizer):
             state = state_dict.get("state")
             if not isinstance(state, dict):
                 raise ValueError(f"{where}: 'state' must be a dict")
+            listed = set(ids)
+            unknown = [key for key in state if key not in listed]
+            if unknown:
+                raise ValueError(f"{where}: state dict {number} has state for {unknown[:3]!r}, which its param "
+                                 "groups do not list (a state dict of another model?)")
             for index, key in enumerate(ids):
                 entries = state.get(key, {})
                 if not isinstance(entries, dict) or not all(
                         isinstance(name, str) and isinstance(value, torch.Tensor) for name, value in entries.items()):
                     raise ValueError(f"{where}: the state of parameter {key!r} must be a dict of named tensors")
+                entries = checked_entries(entries, f"{where}: parameter {key!r}")
                 if self._shards is not None:
                     if not self._shards.same_world(entries):
                         raise ValueError(f"{where}: the state of parameter {key!r} was saved by another number of "
@@ -525,6 +611,34 @@ class Dash(torch.optim.Optimizer):
 
     def _param_identities(self):
         return [[id(param) for param in group["params"]] for group in self.param_groups]
+
+
+def _check_rank_order(state_dicts: List[Dict[str, Any]], where: str) -> None:
+    """Refuses rank shares given out of rank order, twice, or not all of them (each
+    share's groups name its rank and world size; older state dicts do not, and pass)."""
+    shares = []
+    for state_dict in state_dicts:
+        groups = state_dict.get("param_groups") if isinstance(state_dict, dict) else None
+        entry = groups[0].get("dash") if isinstance(groups, list) and groups and isinstance(groups[0], dict) else None
+        shares.append((entry.get("rank"), entry.get("world_size")) if isinstance(entry, dict) else (None, None))
+    if all(rank is None for rank, _ in shares):
+        return
+    expected = [(rank, len(state_dicts)) for rank in range(len(state_dicts))]
+    if shares != expected:
+        given = ", ".join("?" if rank is None else f"rank {rank} of {world}" for rank, world in shares)
+        raise ValueError(f"{where}: give every rank's state dict once, in rank order (0, 1, ...); got {given}")
+
+
+def _timeout_seconds(timeout: Optional[Any]) -> float:
+    """dash.Dash's `timeout` (seconds, or a datetime.timedelta as torch.distributed takes
+    it) in seconds for C++; 0 for its default, 5 minutes."""
+    if timeout is None:
+        return 0.0
+    seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+        raise ValueError(f"dash.Dash: timeout must be a positive number of seconds or a datetime.timedelta, "
+                         f"got {timeout!r}")
+    return float(seconds)
 
 
 def _process_group(process_group: Optional[Any]) -> Optional[Any]:

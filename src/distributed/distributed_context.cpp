@@ -1,5 +1,7 @@
 #include <dash/distributed.h>
 
+#include "distributed/collective_wait.h"
+
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
@@ -24,13 +26,7 @@ void DistributedContext::average(const std::vector<at::Tensor>& tensors) const {
     flat_pieces.push_back(tensor.reshape(-1));
   }
   std::vector<at::Tensor> buffer{at::cat(flat_pieces)};
-  auto work = group_->allreduce(buffer);
-  try {
-    work->wait(options_.timeout());
-  } catch (const std::exception& error) {
-    TORCH_CHECK(false, "dash: rank ", rank(), " of ", world_size(),
-        ": the gradient all-reduce failed (a rank exited or hung?): ", error.what());
-  }
+  distributed::wait_for_collective(group_->allreduce(buffer), *this, "gradient all-reduce");
   buffer[0].div_(static_cast<double>(world_size()));
   int64_t offset = 0;
   for (const auto& tensor : tensors) {
@@ -49,13 +45,7 @@ void DistributedContext::check_same_on_all_ranks(
   std::vector<at::Tensor> buffer{at::tensor({value, -value}, at::TensorOptions().dtype(at::kLong)).to(device)};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
-  auto work = group_->allreduce(buffer, options);
-  try {
-    work->wait(options_.timeout());
-  } catch (const std::exception& error) {
-    TORCH_CHECK(false, "dash: rank ", rank(), " of ", world_size(), ": the check that all ranks agree on the ", what,
-        " failed (a rank exited or hung?): ", error.what());
-  }
+  distributed::wait_for_collective(group_->allreduce(buffer, options), *this, "check that all ranks agree on the " + what);
   const auto extremes = buffer[0].cpu();
   TORCH_CHECK(extremes[0].item<int64_t>() == -extremes[1].item<int64_t>(), "dash: rank ", rank(), " of ", world_size(),
       ": the ranks disagree about the ", what,

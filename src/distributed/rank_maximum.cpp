@@ -1,6 +1,7 @@
 #include "distributed/rank_maximum.h"
 
 #include "distributed/c10d_compat.h"
+#include "distributed/collective_wait.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -18,13 +19,7 @@ void take_maximum_over_ranks(const DistributedContext& context, at::Tensor& valu
   std::vector<at::Tensor> buffer{values};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
-  auto work = context.group().allreduce(buffer, options);
-  try {
-    work->wait(context.options().timeout());
-  } catch (const std::exception& error) {
-    TORCH_CHECK(false, "dash::Dash: rank ", context.rank(), " of ", context.world_size(),
-        ": the all-reduce that decides the step failed (a rank exited or hung?): ", error.what());
-  }
+  wait_for_collective(context.group().allreduce(buffer, options), context, "all-reduce that decides the step");
 }
 
 }  // namespace dash::distributed

@@ -1,4 +1,5 @@
 #include "distributed/share_exchange.h"
+#include "distributed/collective_wait.h"
 
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
@@ -57,12 +58,7 @@ void ShareExchange::set_round_numel(int64_t round_numel) {
 }
 
 void ShareExchange::wait(const c10::intrusive_ptr<c10d::Work>& work, const char* what) const {
-  try {
-    work->wait(context_.options().timeout());
-  } catch (const std::exception& error) {
-    TORCH_CHECK(false, "dash::Dash: rank ", context_.rank(), " of ", context_.world_size(), ": the ", what,
-        " failed (a rank exited or hung?): ", error.what());
-  }
+  wait_for_collective(work, context_, what);
 }
 
 void ShareExchange::all_gather_updates(int64_t begin, int64_t end) {

@@ -5,6 +5,7 @@
 #include <dash/inverse_root.h>
 
 #include "linalg/batched_matmul.h"
+#include "linalg/matrix_checks.h"
 #include "kernels/scratch.h"
 #include "linalg/solvers.h"
 #include "kernels/stack_lapack.h"
@@ -21,17 +22,6 @@
 namespace dash {
 
 namespace {
-
-void check_matrices(const at::Tensor& matrices) {
-  TORCH_CHECK(matrices.defined(), "dash::inverse_root: the input tensor is undefined");
-  TORCH_CHECK(matrices.dim() == 2 || matrices.dim() == 3,
-      "dash::inverse_root: expected a (b, b) matrix or an (N, b, b) stack, got a tensor with ", matrices.dim(),
-      " dimensions ", matrices.sizes());
-  TORCH_CHECK(matrices.size(-1) == matrices.size(-2), "dash::inverse_root: matrices must be square, got shape ",
-      matrices.sizes());
-  TORCH_CHECK(at::isFloatingType(matrices.scalar_type()), "dash::inverse_root: expected a floating-point tensor, got ",
-      matrices.scalar_type());
-}
 
 // Float32 for every 16- and 32-bit input; float64 stays float64.
 at::ScalarType work_type(const at::Tensor& matrices) {
@@ -226,7 +216,7 @@ Solution solve(const at::Tensor& stack, int64_t p, const InverseRootOptions& opt
 // Shared front end: checks, 2-D ↔ 3-D, empty stacks.
 template <typename Finish>
 auto with_stack(const at::Tensor& matrices, int64_t p, const InverseRootOptions& options, Finish finish) {
-  check_matrices(matrices);
+  linalg::check_square_stack(matrices, "dash::inverse_root");
   check_inverse_root_options(p, options);
   TORCH_CHECK_VALUE(options.method() != RootMethod::Auto,
       "dash::inverse_root: RootMethod::Auto is chosen per stack, by "

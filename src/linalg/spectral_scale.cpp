@@ -3,6 +3,7 @@
 #include <dash/inverse_root.h>
 
 #include "linalg/batched_matmul.h"
+#include "linalg/matrix_checks.h"
 #include "linalg/solvers.h"
 #include "kernels/stack_reductions.h"
 
@@ -103,6 +104,7 @@ at::Tensor spectral_scale(const at::Tensor& matrices, const SpectralScaleOptions
 
 at::Tensor estimate_spectral_scale(
     const at::Tensor& matrices, const SpectralScaleOptions& options, MatmulPrecision precision) {
+  linalg::check_square_stack(matrices, "dash::estimate_spectral_scale");
   check_solver_options(options);  // inverse_root() checks them with the rest of its options
   kernels::Scratch scratch;
   return linalg::spectral_scale(matrices, options, precision, scratch);

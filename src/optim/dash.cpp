@@ -125,11 +125,12 @@ at::Tensor Dash::step(LossClosure closure) {
     loss = closure();
   }
   const std::lock_guard<std::mutex> lock(*mutex_);
-  step_locked();
+  step_locked(/*check_groups=*/true, current_gradients());
   return loss;
 }
 
-void Dash::step_with_options(std::vector<std::optional<DashOptions>> changed_options) {
+void Dash::step_with_options(
+    std::vector<std::optional<DashOptions>> changed_options, std::vector<at::Tensor> gradients) {
   const c10::InferenceMode buffers_are_not_inference(false);
   at::NoGradGuard no_grad;
   const std::lock_guard<std::mutex> lock(*mutex_);
@@ -145,7 +146,7 @@ void Dash::step_with_options(std::vector<std::optional<DashOptions>> changed_opt
   };
   swap_changed();
   try {
-    step_locked(/*check_groups=*/false);
+    step_locked(/*check_groups=*/false, gradients.empty() ? current_gradients() : std::move(gradients));
   } catch (...) {
     // A refused step (a state-layout edit, a non-finite gradient) leaves the options
     // as they were, so that the optimizer still saves and loads consistently.
@@ -155,7 +156,15 @@ void Dash::step_with_options(std::vector<std::optional<DashOptions>> changed_opt
   for (const auto& options : changed_options) option_updates_ += options ? 1 : 0;
 }
 
-void Dash::step_locked(bool check_groups) {
+std::vector<at::Tensor> Dash::current_gradients() const {
+  std::vector<at::Tensor> gradients;
+  for (const auto& group : param_groups_) {
+    for (const auto& param : group.params()) gradients.push_back(param.grad());
+  }
+  return gradients;
+}
+
+void Dash::step_locked(bool check_groups, std::vector<at::Tensor> gradients) {
   // Setters and param-group edits get the construction's checks.
   if (check_groups) {
     for (const auto& group : param_groups_) optim::check_options(optim::options_of(group));
@@ -169,7 +178,7 @@ void Dash::step_locked(bool check_groups) {
     rebuild_engine();
   }
   impl_->check_layout(param_groups_);
-  impl_->step(param_groups_);
+  impl_->step(param_groups_, std::move(gradients));
 }
 
 DashDiagnostics Dash::diagnostics() const {

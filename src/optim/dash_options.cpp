@@ -7,7 +7,10 @@
 #include <c10/util/Exception.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <limits>
+#include <sstream>
+#include <string>
 
 namespace dash {
 
@@ -104,16 +107,33 @@ void DashOptions::serialize(torch::serialize::InputArchive& archive) {
 
 namespace optim {
 
+namespace {
+
+// `value` in the fewest digits that read back as it (1.0000001, not the stream's
+// six-digit 1), so that an error shows the value it refuses.
+std::string exactly(double value) {
+  std::ostringstream text;
+  for (int digits = 6; digits <= 17; ++digits) {
+    text.str("");
+    text.precision(digits);
+    text << value;
+    if (!std::isfinite(value) || std::strtod(text.str().c_str(), nullptr) == value) break;
+  }
+  return text.str();
+}
+
+}  // namespace
+
 void check_float32_range(double value, const char* name) {
   constexpr double largest = std::numeric_limits<float>::max();
   TORCH_CHECK(value >= 0.0 && value <= largest, "dash::Dash: ", name, " must be in [0, ", largest,
-      "] (it enters float32 arithmetic, where larger values are Inf), got ", value);
+      "] (it enters float32 arithmetic, where larger values are Inf), got ", exactly(value));
 }
 
 void check_options(const DashOptions& o) {
   auto check_beta = [](double beta, const char* name, bool one_allowed) {
     TORCH_CHECK(beta >= 0.0 && (beta < 1.0 || (one_allowed && beta == 1.0)), "dash::Dash: ", name, " must be in [0, 1",
-        one_allowed ? "]" : ")", ", got ", beta);
+        one_allowed ? "]" : ")", ", got ", exactly(beta));
   };
   check_float32_range(o.lr(), "lr");
   check_beta(o.beta_grad(), "beta_grad", false);
@@ -127,7 +147,7 @@ void check_options(const DashOptions& o) {
   auto check_eps = [](double eps, const char* name) {
     TORCH_CHECK(eps >= std::numeric_limits<float>::min() && eps <= std::numeric_limits<float>::max(),
         "dash::Dash: ", name, " must be in [", std::numeric_limits<float>::min(), ", ",
-        std::numeric_limits<float>::max(), "] (float32's smallest normal and largest numbers), got ", eps);
+        std::numeric_limits<float>::max(), "] (float32's smallest normal and largest numbers), got ", exactly(eps));
   };
   check_eps(o.eps_graft(), "eps_graft");
   check_eps(o.adamw_eps(), "adamw_eps");
@@ -136,7 +156,7 @@ void check_options(const DashOptions& o) {
   TORCH_CHECK(o.start_step() >= 1, "dash::Dash: start_step must be >= 1, got ", o.start_step());
   TORCH_CHECK(o.exponent_override() >= 0, "dash::Dash: exponent_override must be >= 0 (0 = default), got ",
       o.exponent_override());
-  TORCH_CHECK(o.momentum() >= 0.0 && o.momentum() < 1.0, "dash::Dash: momentum must be in [0, 1), got ", o.momentum());
+  TORCH_CHECK(o.momentum() >= 0.0 && o.momentum() < 1.0, "dash::Dash: momentum must be in [0, 1), got ", exactly(o.momentum()));
   TORCH_CHECK(!o.nesterov() || o.momentum() > 0.0, "dash::Dash: nesterov needs momentum > 0");
   check_float32_range(o.weight_decay(), "weight_decay");
   // The parameters are scaled by 1 − lr·weight_decay in their own (float32) dtype.

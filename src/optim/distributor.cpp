@@ -143,7 +143,8 @@ class LocalDistributor final : public Distributor {
 
   // Ranks of LocalShards go on together: a rank without gradients (an empty shard)
   // still takes part in the decision's all-reduce.
-  bool receive_gradients(const std::vector<at::Tensor>&, std::vector<bool>& has_grad, PhaseProfile&) override {
+  bool receive_gradients(
+      const std::vector<at::Tensor>&, std::vector<at::Tensor>&, std::vector<bool>& has_grad, PhaseProfile&) override {
     return ranks_ != nullptr || std::find(has_grad.begin(), has_grad.end(), true) != has_grad.end();
   }
   void take_maximum_over_ranks(at::Tensor& values) override {
@@ -201,15 +202,15 @@ class ExchangeDistributor final : public Distributor {
   // Replicated ranks go on together (a rank without gradients still takes part in
   // the collectives) and agree with the step's decision; Zero ranks agree now, in a
   // collective of their own read on the host, as the averaging needs the outcome.
-  bool receive_gradients(
-      const std::vector<at::Tensor>& params, std::vector<bool>& has_grad, PhaseProfile& profile) override {
-    agreement_ = Agreement{&params, has_grad};
+  bool receive_gradients(const std::vector<at::Tensor>& params, std::vector<at::Tensor>& gradients,
+      std::vector<bool>& has_grad, PhaseProfile& profile) override {
+    agreement_ = Agreement{&params, &gradients, has_grad};
     if (!zero_) return true;
     {
       ScopedPhase phase(profile, Phase::Communication);
       agree(nullptr, has_grad);
     }
-    average_gradients(params, has_grad, profile);
+    average_gradients(gradients, has_grad, profile);
     return std::find(has_grad.begin(), has_grad.end(), true) != has_grad.end();
   }
 
@@ -309,6 +310,7 @@ class ExchangeDistributor final : public Distributor {
   // one all-reduce (distributed::take_maximum_over_ranks).
   struct Agreement {
     const std::vector<at::Tensor>* params;
+    std::vector<at::Tensor>* gradients;
     std::vector<bool> has_grad;
   };
   static constexpr float kNoBound = -std::numeric_limits<float>::max();
@@ -348,9 +350,10 @@ class ExchangeDistributor final : public Distributor {
   // counts unused parameters).
   void settle(const at::Tensor& agreed, std::vector<bool>& has_grad) {
     const auto& params = *agreement_->params;
+    auto& gradients = *agreement_->gradients;
     const auto* values = agreed.data_ptr<float>();
     const auto count = has_grad.size();
-    agreement_.reset();  // (params stays valid: the engine's)
+    agreement_.reset();  // (params and gradients stay valid: the engine's and the step's)
     for (size_t i = 0; i < count; ++i) {
       const bool some = values[i] > 0.0f;
       const bool all = values[count + i] < 0.0f;
@@ -358,7 +361,7 @@ class ExchangeDistributor final : public Distributor {
           ": parameter ", i, " of shape ", params[i].sizes(), " has a gradient on some ranks and not on others; with ",
           "the replicated scheme every rank must hold the same (all-reduced) gradients (DDP does that), or use the ",
           "zero scheme, which averages each rank's own");
-      if (some && !has_grad[i] && params[i].numel() > 0) params[i].mutable_grad() = at::zeros_like(params[i]);
+      if (some && !has_grad[i] && params[i].numel() > 0) gradients[i] = at::zeros_like(params[i]);
       has_grad[i] = some;
     }
     const float bound = values[2 * count];
@@ -427,10 +430,8 @@ class ExchangeDistributor final : public Distributor {
   // contributions, one all-to-all, and the average of this rank's range written
   // back into its gradients.
   void average_gradients(
-      const std::vector<at::Tensor>& params, const std::vector<bool>& has_grad, PhaseProfile& profile) {
-    std::vector<at::Tensor> grads;
-    for (const auto& param : params) grads.push_back(param.grad());
-    MatrixViews matrices(params.size());
+      const std::vector<at::Tensor>& grads, const std::vector<bool>& has_grad, PhaseProfile& profile) {
+    MatrixViews matrices(grads.size());
     auto view_of = [&](int64_t param, const blocking::StackPlan& plan) -> const at::Tensor& {
       return matrices.of(grads[param], plan, param);
     };

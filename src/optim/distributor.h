@@ -40,17 +40,18 @@ class Distributor {
 
   // Gradients in.
 
-  /// Makes the parameters' gradients what this process's blocks and segments are to
-  /// read, before the engine gathers them, and says whether the step goes on.
-  /// `has_grad` is this process's view (which parameters have a gradient). In one
+  /// Makes `gradients` (the step's, one per parameter, undefined where it has none:
+  /// the engine's snapshot, never read again from the parameters) what this
+  /// process's blocks and segments are to read, before the engine gathers them, and
+  /// says whether the step goes on. `has_grad` is this process's view (which parameters have a gradient). In one
   /// process the step goes on when some parameter has one. Under Zero the ranks agree
   /// on `has_grad` first (the averaging needs it) and the gradients of this rank's
   /// blocks and segments become their average over the ranks. Replicated gradients
   /// must agree already: the ranks check that with the step's decision
   /// (take_maximum_over_ranks, which ranks always take), without a collective of
   /// their own, and go on together.
-  virtual bool receive_gradients(
-      const std::vector<at::Tensor>& params, std::vector<bool>& has_grad, PhaseProfile& profile) = 0;
+  virtual bool receive_gradients(const std::vector<at::Tensor>& params, std::vector<at::Tensor>& gradients,
+      std::vector<bool>& has_grad, PhaseProfile& profile) = 0;
 
   /// What every process must decide alike, as every process sees it: makes `values`
   /// (contiguous float32 on the parameters' device) their element-wise maximum over

@@ -304,14 +304,14 @@ WorkspaceBudget Engine::step_budget(const std::vector<torch::optim::OptimizerPar
   return largest_budget(budgets);
 }
 
-void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+void Engine::step(const std::vector<torch::optim::OptimizerParamGroup>& groups, std::vector<at::Tensor> gradients) {
   step_peak_bytes_ = -1;
   if (!profile_memory_) {
-    run_step(groups);
+    run_step(groups, std::move(gradients));
     return;
   }
   const common::MeasureMemoryPeak measure;
-  run_step(groups);
+  run_step(groups, std::move(gradients));
   step_peak_bytes_ = measure.peak_bytes();
 }
 
@@ -327,9 +327,10 @@ void Engine::convert_state_precision(const StepContext& context) {
   for (auto& family : families_) family->convert_precision(context);
 }
 
-void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+void Engine::run_step(const std::vector<torch::optim::OptimizerParamGroup>& groups, std::vector<at::Tensor> gradients) {
   StepContext context;
   context.groups = &groups;
+  context.gradients = std::move(gradients);
   context.steps = &host_steps_;
   if (params_.empty()) return;
   convert_state_precision(context);

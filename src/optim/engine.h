@@ -54,8 +54,10 @@ class Engine {
       std::shared_ptr<const DistributedContext> distributed = nullptr);
   ~Engine();
 
-  /// One optimizer step on the current gradients.
-  void step(const std::vector<torch::optim::OptimizerParamGroup>& groups);
+  /// One optimizer step on `gradients`, one per parameter (undefined: none), as the
+  /// caller read them from the parameters (StepContext::gradients; held only for
+  /// the step).
+  void step(const std::vector<torch::optim::OptimizerParamGroup>& groups, std::vector<at::Tensor> gradients);
 
   bool matches(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
 
@@ -120,7 +122,7 @@ class Engine {
   std::vector<std::vector<int64_t>> own_block_numbers() const;
   void decide_parameter_use();
   void allocate_state(const std::vector<torch::optim::OptimizerParamGroup>& groups, const at::TensorOptions& to);
-  void run_step(const std::vector<torch::optim::OptimizerParamGroup>& groups);
+  void run_step(const std::vector<torch::optim::OptimizerParamGroup>& groups, std::vector<at::Tensor> gradients);
   WorkspaceBudget step_budget(const std::vector<torch::optim::OptimizerParamGroup>& groups) const;
   void convert_state_precision(const StepContext& context);
   bool collect_gradients(StepContext& context);
@@ -131,6 +133,8 @@ class Engine {
   FamilyBuffers family_buffers(const StepContext& context);
   std::vector<at::Tensor> checked_gradients(const StepContext& context) const;
   bool gradients_usable(StepContext& context);
+  void raise_option_disagreement(const std::vector<torch::optim::OptimizerParamGroup>& groups);
+  void families_resets_into(at::Tensor into) const;
   void announce_factor_resets(int64_t resets);
   /// The families' statistics restarted so far (host reads).
   int64_t resets_so_far() const;

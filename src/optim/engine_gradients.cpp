@@ -11,6 +11,7 @@
 #include "optim/failure_limit.h"
 #include "optim/host_masks.h"
 #include "optim/parameter_checks.h"
+#include "optim/rank_agreement.h"
 #include "optim/step_context.h"
 #include "optim/unusable_gradients.h"
 
@@ -26,9 +27,9 @@ namespace dash::optim {
 // parameter with an element has a gradient (such a step is not counted, as
 // torch.optim's optimizers create no state; ranks decide that together).
 bool Engine::collect_gradients(StepContext& context) {
-  context.has_grad = parameters_with_gradients(params_, param_shapes_);
+  context.has_grad = parameters_with_gradients(params_, context.gradients, param_shapes_);
   // Under Zero, their gradients are averaged over the ranks now.
-  return distributor_->receive_gradients(params_, context.has_grad, profile_);
+  return distributor_->receive_gradients(params_, context.gradients, context.has_grad, profile_);
 }
 
 // The gradients this process uses, for the check: with every gradient gathered, the
@@ -55,7 +56,7 @@ std::vector<at::Tensor> Engine::checked_gradients(const StepContext& context) co
   }
   for (size_t i = 0; i < params_.size(); ++i) {
     if (context.has_grad[i] && param_use_[i] == ParamUse::Whole && context.checks(plan_.parameters[i].group)) {
-      checked.push_back(params_[i].grad());
+      checked.push_back(context.gradients[i]);
     }
   }
   // A parameter only some of whose blocks are this rank's: the rectangles of those
@@ -65,7 +66,7 @@ std::vector<at::Tensor> Engine::checked_gradients(const StepContext& context) co
     for (const auto& region : stack.regions) {
       const auto i = static_cast<size_t>(region.param);
       if (!context.has_grad[i] || param_use_[i] != ParamUse::Part || !context.checks(stack.group)) continue;
-      checked.push_back(blocking::as_matrix(params_[i].grad(), plan_.parameters[i].view)
+      checked.push_back(blocking::as_matrix(context.gradients[i], plan_.parameters[i].view)
                             .narrow(0, region.row, region.grid_rows * region.block_rows)
                             .narrow(1, region.col, region.grid_cols * region.block_cols));
     }
@@ -87,22 +88,24 @@ std::vector<at::Tensor> Engine::checked_gradients(const StepContext& context) co
 // In one process, groups that leave their gradients unchecked and have no failure
 // limit need no decision: a step of only such groups reads nothing back. Ranks
 // always decide: the decision's all-reduce is also where replicated ranks check
-// that they agree on which parameters have gradients, and no rank may leave a
-// collective the others enter (the options need not match on every rank).
+// that they agree on which parameters have gradients and hold the same options
+// (optim/rank_agreement.h), and no rank may leave a collective the others enter.
 bool Engine::gradients_usable(StepContext& context) {
-  context.decision_read = distributed_ && distributed_->world_size() > 1;
+  const bool ranks = distributed_ && distributed_->world_size() > 1;
+  context.decision_read = ranks;
   for (size_t g = 0; g < context.groups->size() && !context.decision_read; ++g) {
     const auto group = static_cast<int64_t>(g);
     context.decision_read = context.checks(group) || context.options(group).max_consecutive_root_failures() > 0;
   }
   if (!context.decision_read) return true;
-  // Into buffers kept across steps: [largest magnitude, past the failure limit,
+  // Into buffers kept across steps: [largest magnitude, past the failure limit, the
+  // agreed options' fingerprint h and −h (ranks: all equal iff max h = −max −h),
   // resets] on the parameters' device, and its host copy (no allocation in a step).
   std::vector<FailureRecord> records;
   for (const auto& family : families_) family->failure_records(*context.groups, records);
   if (!decision_.defined()) {
-    decision_ = at::zeros({3}, adamw_grad_.options().dtype(at::kFloat));
-    decision_on_host_ = at::zeros({3}, at::TensorOptions().dtype(at::kFloat));
+    decision_ = at::zeros({5}, adamw_grad_.options().dtype(at::kFloat));
+    decision_on_host_ = at::zeros({5}, at::TensorOptions().dtype(at::kFloat));
     failure_worst_ = at::zeros({static_cast<int64_t>(records.size()) + 1}, adamw_grad_.options().dtype(at::kLong));
   }
   // (No gradients to check: nothing to skip for; a zero stands in.)
@@ -113,32 +116,59 @@ bool Engine::gradients_usable(StepContext& context) {
     decision_.select(0, 0).copy_(kernels::largest_magnitude_of_list(gradients, magnitudes_));
   }
   failure_excess_into(decision_.select(0, 1), failure_worst_, records, *context.groups);
-  bool first_resets = true;  // (the first family's copied, any other's added: nothing allocated)
-  for (const auto& family : families_) {
-    if (!family->resets_total().defined()) continue;
-    if (first_resets) {
-      decision_.select(0, 2).copy_(family->resets_total());
-    } else {
-      decision_.select(0, 2).add_(family->resets_total());
-    }
-    first_resets = false;
+  const float fingerprint = ranks ? agreed_options_fingerprint(*context.groups) : 0.0f;
+  if (ranks) {
+    decision_.select(0, 2).fill_(fingerprint);
+    decision_.select(0, 3).fill_(-fingerprint);
   }
-  if (first_resets) decision_.select(0, 2).zero_();
-  auto agreed = decision_.narrow(0, 0, 2);
+  families_resets_into(decision_.select(0, 4));
+  auto agreed = decision_.narrow(0, 0, 4);
   distributor_->take_maximum_over_ranks(agreed);
   decision_on_host_.copy_(decision_);
   const auto* host = decision_on_host_.data_ptr<float>();
-  // Before anything of this step changes: the failures of earlier steps.
+  // Before anything of this step changes: ranks whose options differ, the failures
+  // of earlier steps.
+  if (ranks && (host[2] != fingerprint || host[3] != -fingerprint)) raise_option_disagreement(*context.groups);
   if (host[1] > 0.0f) raise_failure_limit(records, *context.groups);
   const double largest = host[0];
-  announce_factor_resets(static_cast<int64_t>(host[2]));
+  announce_factor_resets(static_cast<int64_t>(host[4]));
   if (largest <= overflow_limit_) return true;  // false for NaN
   auto policy = [&](size_t i) { return context.options(plan_.parameters[i].group).non_finite_gradients(); };
   auto checked = context.has_grad;  // the parameters whose gradients the largest magnitude covers
   for (size_t i = 0; i < params_.size(); ++i) checked[i] = checked[i] && context.checks(plan_.parameters[i].group);
-  const auto reason = judge_unusable_gradients(params_, checked, policy, largest, overflow_limit_, *distributor_);
+  const auto reason =
+      judge_unusable_gradients(params_, context.gradients, checked, policy, largest, overflow_limit_, *distributor_);
   ++(reason == SkipReason::Overflow ? overflow_skipped_steps_ : skipped_steps_);
   return false;
+}
+
+// The families' resets so far, summed into `into` on the device (the first family's
+// copied, any other's added: nothing allocated).
+void Engine::families_resets_into(at::Tensor into) const {
+  bool first = true;
+  for (const auto& family : families_) {
+    if (!family->resets_total().defined()) continue;
+    if (first) {
+      into.copy_(family->resets_total());
+    } else {
+      into.add_(family->resets_total());
+    }
+    first = false;
+  }
+  if (first) into.zero_();
+}
+
+// The ranks' options differ (every rank finds it in the same decision): one more
+// collective, on this rare path, names which, on every rank alike.
+void Engine::raise_option_disagreement(const std::vector<torch::optim::OptimizerParamGroup>& groups) {
+  auto extremes = agreed_option_extremes(groups, adamw_grad_.device());
+  distributor_->take_maximum_over_ranks(extremes);
+  std::string names;
+  for (const auto& name : disagreeing_options(groups, extremes)) names += (names.empty() ? "" : ", ") + name;
+  TORCH_CHECK_VALUE(false, "dash::Dash: rank ", distributed_->rank(), " of ", distributed_->world_size(),
+      ": the ranks' options differ (", names.empty() ? std::string("some option") : names,
+      "); each rank steps its own blocks with its own options, so every rank must hold the same (a scheduler or "
+      "param-group edit run on some ranks only?). The step was not taken");
 }
 
 // Warns of the factors reset since the last warning (`resets`: how many so far).
@@ -165,7 +195,7 @@ void Engine::gather_gradients(const StepContext& context) {
       auto blocks = blocking::region_in_stack(gathered, region);
       if (context.has_grad[i]) {
         regions.push_back({blocks,
-            blocking::region_in_matrix(blocking::as_matrix(params_[i].grad(), plan_.parameters[i].view), region)});
+            blocking::region_in_matrix(blocking::as_matrix(context.gradients[i], plan_.parameters[i].view), region)});
       } else {
         blocks.zero_();  // what the finiteness check reads there must not be a skipped step's NaN
       }
@@ -177,7 +207,7 @@ void Engine::gather_gradients(const StepContext& context) {
       const auto& slot = plan_.parameters[i];
       auto part = adamw_grad_.narrow(0, segment_offsets_[j] + slot.offset - segment.offset, slot.numel);
       if (context.has_grad[i]) {
-        regions.push_back({part, params_[i].grad().reshape(-1)});
+        regions.push_back({part, context.gradients[i].reshape(-1)});
       } else {
         part.zero_();
       }
@@ -211,7 +241,7 @@ at::Tensor Engine::gradient_blocks(const StepContext& context, size_t s, const R
   for (const auto& piece : blocking::regions_of_blocks(stack.regions, rows.blocks())) {
     auto& matrix = matrices[piece.param];
     if (!matrix.defined())
-      matrix = blocking::as_matrix(params_[piece.param].grad(), plan_.parameters[piece.param].view);
+      matrix = blocking::as_matrix(context.gradients[piece.param], plan_.parameters[piece.param].view);
     pairs.push_back({blocking::region_in_stack(blocks, piece), blocking::region_in_matrix(matrix, piece)});
   }
   kernels::transfer_matrices(pairs, kernels::Transfer::Copy);

@@ -78,14 +78,16 @@ void check_parameters(const std::vector<torch::optim::OptimizerParamGroup>& grou
   check_disjoint_memory(std::move(spans));
 }
 
-std::vector<bool> parameters_with_gradients(
-    const std::vector<at::Tensor>& params, const std::vector<std::vector<int64_t>>& planned_shapes) {
+std::vector<bool> parameters_with_gradients(const std::vector<at::Tensor>& params,
+    const std::vector<at::Tensor>& gradients, const std::vector<std::vector<int64_t>>& planned_shapes) {
+  TORCH_CHECK(gradients.size() == params.size(), "dash::Dash: ", gradients.size(), " gradients for ", params.size(),
+      " parameters");
   std::vector<bool> has_grad(params.size(), false);
   for (size_t i = 0; i < params.size(); ++i) {
     TORCH_CHECK(params[i].sizes() == at::IntArrayRef(planned_shapes[i]), "dash::Dash: parameter ", i, " has shape ",
         params[i].sizes(), ", but had ", at::IntArrayRef(planned_shapes[i]),
         " when its blocks were planned; a parameter's shape cannot change (build a new optimizer)");
-    const auto& grad = params[i].grad();
+    const auto& grad = gradients[i];
     if (!grad.defined() || params[i].numel() == 0) continue;
     TORCH_CHECK(!grad.is_sparse(), "dash::Dash: sparse gradients are not supported (parameter ", i, " of shape ",
         params[i].sizes(), ")");

@@ -15,11 +15,12 @@ namespace dash::optim {
 /// the problem.
 void check_parameters(const std::vector<torch::optim::OptimizerParamGroup>& groups);
 
-/// Per parameter, whether it has a gradient this step that the step can use (an
-/// empty parameter's never counts). Refuses a parameter whose shape changed since
+/// Per parameter, whether `gradients` (the step's snapshot of them, one per
+/// parameter, undefined: none) has one the step can use (an empty parameter's never
+/// counts). Refuses a parameter whose shape changed since
 /// `planned_shapes` and a sparse gradient or one of another shape or dtype than
 /// its parameter.
-std::vector<bool> parameters_with_gradients(
-    const std::vector<at::Tensor>& params, const std::vector<std::vector<int64_t>>& planned_shapes);
+std::vector<bool> parameters_with_gradients(const std::vector<at::Tensor>& params,
+    const std::vector<at::Tensor>& gradients, const std::vector<std::vector<int64_t>>& planned_shapes);
 
 }  // namespace dash::optim

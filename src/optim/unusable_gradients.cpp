@@ -21,12 +21,12 @@ struct Suspects {
   std::optional<size_t> too_large;
 };
 
-Suspects find_suspects(const std::vector<at::Tensor>& params, const std::vector<bool>& has_grad,
+Suspects find_suspects(const std::vector<at::Tensor>& gradients, const std::vector<bool>& has_grad,
     const std::function<NonFiniteGradients(size_t)>& policy, double overflow_limit) {
   Suspects found;
-  for (size_t i = 0; i < params.size() && !found.raising; ++i) {
+  for (size_t i = 0; i < gradients.size() && !found.raising; ++i) {
     if (!has_grad[i]) continue;
-    const auto& grad = params[i].grad();
+    const auto& grad = gradients[i];
     if (!at::isfinite(grad).all().item<bool>()) {
       if (!found.non_finite) found.non_finite = i;
       if (policy(i) == NonFiniteGradients::Error) found.raising = i;
@@ -39,10 +39,10 @@ Suspects find_suspects(const std::vector<at::Tensor>& params, const std::vector<
 
 }  // namespace
 
-SkipReason judge_unusable_gradients(const std::vector<at::Tensor>& params, const std::vector<bool>& has_grad,
-    const std::function<NonFiniteGradients(size_t param)>& policy, double largest, double overflow_limit,
-    Distributor& distributor) {
-  const auto found = find_suspects(params, has_grad, policy, overflow_limit);
+SkipReason judge_unusable_gradients(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& gradients,
+    const std::vector<bool>& has_grad, const std::function<NonFiniteGradients(size_t param)>& policy, double largest,
+    double overflow_limit, Distributor& distributor) {
+  const auto found = find_suspects(gradients, has_grad, policy, overflow_limit);
   // Whether some rank holds a non-finite gradient, and whether one of them is in a
   // group whose policy is to raise.
   auto seen = at::tensor({found.non_finite ? 1.0f : 0.0f, found.raising ? 1.0f : 0.0f}).to(params.front().device());
@@ -56,7 +56,7 @@ SkipReason judge_unusable_gradients(const std::vector<at::Tensor>& params, const
   if (!any_non_finite) {
     const double magnitude = std::isfinite(largest) || !found.too_large
                                  ? largest
-                                 : params[*found.too_large].grad().abs().max().to(at::kDouble).item<double>();
+                                 : gradients[*found.too_large].abs().max().to(at::kDouble).item<double>();
     TORCH_WARN("dash::Dash: skipping a step: a gradient entry of magnitude ", magnitude, " in ", where, " is above ",
         overflow_limit,
         ", beyond which the float32 statistics of its blocks can overflow; "

@@ -27,8 +27,8 @@ enum class SkipReason { NonFinite, Overflow };
 /// size in float32, as `largest` was. One small collective over the ranks, through
 /// `distributor`: a rank may see none of it (under Zero the gradient can be another
 /// rank's alone).
-SkipReason judge_unusable_gradients(const std::vector<at::Tensor>& params, const std::vector<bool>& has_grad,
-    const std::function<NonFiniteGradients(size_t param)>& policy, double largest, double overflow_limit,
-    Distributor& distributor);
+SkipReason judge_unusable_gradients(const std::vector<at::Tensor>& params, const std::vector<at::Tensor>& gradients,
+    const std::vector<bool>& has_grad, const std::function<NonFiniteGradients(size_t param)>& policy, double largest,
+    double overflow_limit, Distributor& distributor);
 
 }  // namespace dash::optim

@@ -124,6 +124,10 @@ void bind_inverse_root(py::module_& module) {
         });
       },
       py::arg("matrices"));
+}
+
+// The lists (families, solvers) and the options' defaults and checks.
+void bind_names_and_options(py::module_& module) {
   module.def(
       "preconditioners",
       [] {
@@ -152,5 +156,6 @@ PYBIND11_MODULE(_C, module) {
   module.attr("torch_version") = TORCH_VERSION;
   py::register_local_exception_translator(dash::python::translate_c10_errors);
   dash::python::bind_inverse_root(module);
+  dash::python::bind_names_and_options(module);
   dash::python::bind_optimizer(module);
 }

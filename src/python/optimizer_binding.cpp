@@ -17,6 +17,7 @@
 #include <torch/csrc/Exceptions.h>
 #include <torch/serialize/archive.h>
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <memory>
@@ -40,9 +41,16 @@ torch::optim::OptimizerParamGroup param_group(std::vector<at::Tensor> params, co
 // A torch.distributed process group as the C++ group it wraps. This needs the
 // extension and torch to share pybind11's type registry (same pybind11 ABI): a
 // torch built elsewhere may not, and then the error says so.
+// `timeout_seconds`: each collective's (DistributedOptions::timeout); 0: its default.
 std::shared_ptr<const DistributedContext> distributed_context(const py::object& process_group,
-    const std::string& device_type, const std::string& communication_dtype, const std::string& scheme) {
+    const std::string& device_type, const std::string& communication_dtype, const std::string& scheme,
+    double timeout_seconds) {
   DistributedOptions options;
+  if (timeout_seconds != 0.0) {
+    if (!(timeout_seconds >= 0.001 && timeout_seconds <= 1e9))
+      throw py::value_error("dash.Dash: timeout must be between 1 ms and 1e9 s, got " + std::to_string(timeout_seconds));
+    options.timeout(std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000.0)));
+  }
   options.communication_dtype(as_value_error(
       [&] { return parse_communication_dtype(communication_dtype); }, "dash.Dash: communication_dtype: "));
   options.scheme(as_value_error([&] { return parse_distribution_scheme(scheme); }, "dash.Dash: scheme: "));
@@ -155,8 +163,11 @@ void load_parameter_states(Dash& optimizer, const py::list& group_options,
 // without the GIL, so that the thread holding it can finish its step.
 // `group_changes`: per group, the options changed since the last step (Python's
 // mirror, dash.Dash.step, sends only those): a group without changes is neither
-// converted nor checked again.
-void step(Dash& optimizer, const py::list& group_changes) {
+// converted nor checked again. `gradients`: every parameter's .grad (None: none),
+// read by Python under the GIL: the step never reads a parameter's gradient
+// itself, which another Python thread may replace (or free) while this one steps
+// without the GIL.
+void step(Dash& optimizer, const py::list& group_changes, const py::list& gradients) {
   const auto& groups = optimizer.param_groups();
   TORCH_CHECK_VALUE(py::len(group_changes) == groups.size(), "dash.Dash: ", py::len(group_changes),
       " option dicts for ", groups.size(), " param groups");
@@ -166,13 +177,21 @@ void step(Dash& optimizer, const py::list& group_changes) {
   for (size_t g = 0; g < groups.size(); ++g) {
     const auto changes = group_changes[g].cast<py::dict>();
     if (changes.empty()) continue;
-    options[g] =
-        dash_options_from(changes, /*ignore_unknown=*/true, static_cast<const DashOptions&>(groups[g].options()));
+    try {
+      options[g] =
+          dash_options_from(changes, /*ignore_unknown=*/true, static_cast<const DashOptions&>(groups[g].options()));
+    } catch (const py::value_error& error) {
+      throw py::value_error("dash.Dash.step: param group " + std::to_string(g) + ": " + error.what());
+    }
   }
+  std::vector<at::Tensor> grads;
+  grads.reserve(py::len(gradients));
+  for (const auto& gradient : gradients)
+    grads.push_back(gradient.is_none() ? at::Tensor() : gradient.cast<at::Tensor>());
   torch::PyWarningHandler warnings_to_python;  // TORCH_WARN (a skipped step) as a Python warning
   try {
     py::gil_scoped_release release;
-    optimizer.step_with_options(std::move(options));
+    optimizer.step_with_options(std::move(options), std::move(grads));
   } catch (...) {
     warnings_to_python.set_in_exception();  // the error wins over buffered warnings
     throw;
@@ -185,10 +204,10 @@ void bind_optimizer(py::module_& module) {
   py::class_<Dash>(module, "Optimizer")
       .def(py::init([](const std::vector<std::pair<std::vector<at::Tensor>, py::dict>>& groups,
                         const py::object& process_group, const std::string& device_type,
-                        const std::string& communication_dtype, const std::string& scheme) {
+                        const std::string& communication_dtype, const std::string& scheme, double timeout) {
         std::vector<torch::optim::OptimizerParamGroup> param_groups;
         for (const auto& [params, options] : groups) param_groups.push_back(param_group(params, options));
-        auto context = distributed_context(process_group, device_type, communication_dtype, scheme);
+        auto context = distributed_context(process_group, device_type, communication_dtype, scheme, timeout);
         // Construction runs a collective (the ranks' agreement): without the GIL, as
         // step() does, so that a collective in flight whose completion runs Python
         // (DTensor's) can finish.
@@ -196,14 +215,14 @@ void bind_optimizer(py::module_& module) {
         return std::make_unique<Dash>(std::move(param_groups), DashOptions(), std::move(context));
       }),
           py::arg("groups"), py::arg("process_group") = py::none(), py::arg("device_type") = "cpu",
-          py::arg("communication_dtype") = "fp32", py::arg("scheme") = "replicated")
+          py::arg("communication_dtype") = "fp32", py::arg("scheme") = "replicated", py::arg("timeout") = 0.0)
       .def("add_param_group",
           [](Dash& optimizer, std::vector<at::Tensor> params, const py::dict& options) {
             auto group = param_group(std::move(params), options);
             py::gil_scoped_release release;
             optimizer.add_param_group(group);
           })
-      .def("step", &step, py::arg("group_changes"))
+      .def("step", &step, py::arg("group_changes"), py::arg("gradients"))
       .def("option_updates", &Dash::option_updates)
       .def("group_options",
           [](const Dash& optimizer, size_t g) {

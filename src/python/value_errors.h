@@ -16,7 +16,12 @@ auto as_value_error(Call&& call, const std::string& prefix = "") -> decltype(cal
   try {
     return call();
   } catch (const c10::Error& error) {
-    throw pybind11::value_error(prefix + error.what_without_backtrace());
+    // Under a prefix of its own ("dash: option 'x': "), the message's "dash: " would
+    // say the same twice.
+    std::string message = error.what_without_backtrace();
+    const std::string repeated = "dash: ";
+    if (!prefix.empty() && message.rfind(repeated, 0) == 0) message.erase(0, repeated.size());
+    throw pybind11::value_error(prefix + message);
   }
 }
 

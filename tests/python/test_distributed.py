@@ -45,12 +45,26 @@ def test_ddp_with_zero_scheme_matches_one_process_on_the_average_gradient(tmp_pa
 @pytest.mark.parametrize("saved_on, resumed_on", [(1, 2), (2, 1), (2, 4)])
 @pytest.mark.parametrize("through", [
     "state-dicts",
+    "rank-0-habit",
     pytest.param("dcp", marks=pytest.mark.skipif(not has_checkpoint_helpers(),
                                                  reason="torch.distributed.checkpoint.state_dict is torch ≥ 2.2")),
 ])
 def test_a_checkpoint_resumes_on_another_number_of_ranks_bitwise(tmp_path, saved_on, resumed_on, through):
-    prefix = "dcp-" if through == "dcp" else ""
-    for mode, world_size in ((prefix + "save-half", saved_on), (prefix + "resume-half", resumed_on)):
+    prefix = {"dcp": "dcp-", "state-dicts": "", "rank-0-habit": "consolidated-"}[through]
+    modes = [(prefix + "save-half", saved_on), (prefix + "resume-half", resumed_on)]
+    run_and_compare(tmp_path, modes, saved_on, resumed_on)
+
+
+def test_the_rank_0_habit_under_the_zero_scheme(tmp_path):
+    # (the replicated scheme's: "rank-0-habit" above)
+    modes = [("consolidated-save-half:zero", 2), ("consolidated-resume-half:zero", 2)]
+    run_and_compare(tmp_path, modes, 2, 2)
+
+
+def run_and_compare(tmp_path, modes, saved_on, resumed_on):
+    """Runs the save and resume `modes` ([(mode, world size)]) and compares every resumed
+    rank's parameters with the uninterrupted run's."""
+    for mode, world_size in modes:
         for rank, (code, output) in enumerate(run_ranks(tmp_path, mode, world_size)):
             assert code == 0, f"{mode} on {world_size} ranks: rank {rank} failed:\n{output}"
     params, optimizer = make_optimizer(distributed=False)

@@ -34,8 +34,8 @@ def documented_defaults():
         keywords_cell, default_cell = row.split(" | ")[:2]
         keywords = re.findall(r"`(\w+)`", keywords_cell)
         values = [ast.literal_eval(item.strip("`")) for item in _top_level_items(default_cell)]
-        if keywords[0] == "betas":  # `betas` = (`beta_grad`, `beta_factor`)
-            defaults.update(betas=values[0], beta_grad=values[0][0], beta_factor=values[0][1])
+        if keywords[0] == "betas":  # `betas` = (`beta_grad`, `beta_factor`): one option in Python
+            defaults["betas"] = values[0]
             continue
         assert len(values) in (1, len(keywords)), f"python.md row {keywords}: {len(values)} defaults"
         for keyword, value in zip(keywords, values * len(keywords) if len(values) == 1 else values):
@@ -48,7 +48,7 @@ def test_the_defaults_table_names_every_option_with_its_default():
     actual = dash.default_options()
     missing = sorted(set(actual) - set(documented))
     assert not missing, f"docs/python.md's defaults table lacks {missing}"
-    unknown = sorted(set(documented) - set(actual) - {"betas"})
+    unknown = sorted(set(documented) - set(actual))
     assert not unknown, f"docs/python.md's defaults table names {unknown}, which are no options"
     def same(a, b):
         if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):

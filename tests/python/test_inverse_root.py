@@ -150,6 +150,11 @@ def test_spectral_scale_bounds_the_largest_eigenvalue():
     (lambda m: dash.inverse_root(m, 4, newton_steps="ten"), ValueError, "must be an integer"),
     (lambda m: dash.inverse_root(m[:, :3, :], 4), RuntimeError, "square"),
     (lambda m: dash.inverse_root(m.int(), 4), RuntimeError, "float"),
+    (lambda m: dash.estimate_spectral_scale(m[0, :3, :]), RuntimeError,
+     r"dash::estimate_spectral_scale: matrices must be square, got shape \[3, 4\]"),
+    (lambda m: dash.estimate_spectral_scale(m.int()), RuntimeError,
+     "dash::estimate_spectral_scale: expected a floating-point tensor, got Int"),
+    (lambda m: dash.estimate_spectral_scale(m[0, 0]), RuntimeError, "expected a \\(b, b\\) matrix"),
 ])
 def test_bad_arguments_raise_clear_errors(call, error, message):
     with pytest.raises(error, match=message):
