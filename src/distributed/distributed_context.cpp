@@ -45,7 +45,8 @@ void DistributedContext::check_same_on_all_ranks(
   std::vector<at::Tensor> buffer{at::tensor({value, -value}, at::TensorOptions().dtype(at::kLong)).to(device)};
   c10d::AllreduceOptions options;
   options.reduceOp = c10d::ReduceOp::MAX;
-  distributed::wait_for_collective(group_->allreduce(buffer, options), *this, "check that all ranks agree on the " + what);
+  distributed::wait_for_collective(
+      group_->allreduce(buffer, options), *this, "check that all ranks agree on the " + what);
   const auto extremes = buffer[0].cpu();
   TORCH_CHECK(extremes[0].item<int64_t>() == -extremes[1].item<int64_t>(), "dash: rank ", rank(), " of ", world_size(),
       ": the ranks disagree about the ", what,

@@ -156,7 +156,8 @@ void check_options(const DashOptions& o) {
   TORCH_CHECK(o.start_step() >= 1, "dash::Dash: start_step must be >= 1, got ", o.start_step());
   TORCH_CHECK(o.exponent_override() >= 0, "dash::Dash: exponent_override must be >= 0 (0 = default), got ",
       o.exponent_override());
-  TORCH_CHECK(o.momentum() >= 0.0 && o.momentum() < 1.0, "dash::Dash: momentum must be in [0, 1), got ", exactly(o.momentum()));
+  TORCH_CHECK(
+      o.momentum() >= 0.0 && o.momentum() < 1.0, "dash::Dash: momentum must be in [0, 1), got ", exactly(o.momentum()));
   TORCH_CHECK(!o.nesterov() || o.momentum() > 0.0, "dash::Dash: nesterov needs momentum > 0");
   check_float32_range(o.weight_decay(), "weight_decay");
   // The parameters are scaled by 1 − lr·weight_decay in their own (float32) dtype.

@@ -48,7 +48,8 @@ std::shared_ptr<const DistributedContext> distributed_context(const py::object& 
   DistributedOptions options;
   if (timeout_seconds != 0.0) {
     if (!(timeout_seconds >= 0.001 && timeout_seconds <= 1e9))
-      throw py::value_error("dash.Dash: timeout must be between 1 ms and 1e9 s, got " + std::to_string(timeout_seconds));
+      throw py::value_error(
+          "dash.Dash: timeout must be between 1 ms and 1e9 s, got " + std::to_string(timeout_seconds));
     options.timeout(std::chrono::milliseconds(static_cast<int64_t>(timeout_seconds * 1000.0)));
   }
   options.communication_dtype(as_value_error(

@@ -195,7 +195,8 @@ TEST(DistributedDashEdges, ARankThatDiesMakesTheOthersFailWithAClearErrorInstead
     ASSERT_TRUE(in) << "rank " << rank << " was killed instead of failing by itself";
     std::stringstream message;
     message << in.rdbuf();
-    EXPECT_THAT(message.str(), HasSubstr("failed (a rank exited, hung, or took longer than the timeout of")) << "rank " << rank;
+    EXPECT_THAT(message.str(), HasSubstr("failed (a rank exited, hung, or took longer than the timeout of"))
+        << "rank " << rank;
   }
 }
 
