@@ -620,6 +620,17 @@ def test_warm_started_eigenbases_are_reachable_from_python_and_counted():
         dash.Dash(make_params(), eigen_refresh_tolerance=2.0)
 
 
+def trained(steps, **options):
+    """Fresh parameters and an optimizer over them (lr 0.01, OPTIONS and `options`) after
+    `steps` steps on fixed gradients: (params, optimizer, the parameters at the start)."""
+    params = make_params()
+    start = flat(params)
+    optimizer = dash.Dash(params, lr=0.01, **OPTIONS, **options)
+    for gradients in fixed_gradients(params, steps):
+        apply_step(optimizer, params, gradients)
+    return params, optimizer, start
+
+
 def reloaded(optimizer, **options):
     """A new optimizer over new parameters, built with `options` and loaded with the
     state dict of `optimizer` through torch.save and torch.load."""
@@ -658,12 +669,8 @@ def test_bf16_preconditioning_moves_as_fp32_up_to_rounding_and_survives_a_state_
     # rounding of L̄ Ĝ R̄ to bfloat16 (u = 2⁻⁸) separates the parameters' moves.
     moves = {}
     for precision in ("fp32", "bf16"):
-        params = make_params()
-        start = flat(params)
-        optimizer = dash.Dash(params, lr=0.01, **OPTIONS, preconditioning_precision=precision)
+        params, optimizer, start = trained(6, preconditioning_precision=precision)
         assert optimizer.param_groups[0]["preconditioning_precision"] == precision
-        for gradients in fixed_gradients(params, 6):
-            apply_step(optimizer, params, gradients)
         moves[precision] = flat(params) - start
     relative = ((moves["bf16"] - moves["fp32"]).norm() / moves["fp32"].norm()).item()
     assert 1e-5 < relative < 2e-2
@@ -1019,12 +1026,8 @@ def test_every_preconditioner_family_is_named_and_trains_by_its_keyword():
     families = dash.preconditioners()
     assert families and len(set(families)) == len(families) and "shampoo" in families
     for family in families:
-        params = make_params()
-        start = flat(params)
-        optimizer = dash.Dash(params, lr=0.01, **OPTIONS, preconditioner=family)
+        params, optimizer, start = trained(4, preconditioner=family)
         assert optimizer.param_groups[0]["preconditioner"] == family
-        for gradients in fixed_gradients(params, 4):
-            apply_step(optimizer, params, gradients)
         assert torch.isfinite(flat(params)).all() and not torch.equal(flat(params), start)
         assert reloaded(optimizer, **OPTIONS, preconditioner=family).param_groups[0]["preconditioner"] == family
     with pytest.raises(ValueError, match="preconditioner"):
