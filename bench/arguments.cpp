@@ -34,7 +34,7 @@ Value parse_number(const std::string& name, const std::string& text, const char*
 }
 
 void check_range(const std::string& name, double value, const OptionSpec& spec, const std::string& text) {
-  if (value < spec.min || value > spec.max) {
+  if (!(value >= spec.min && value <= spec.max)) {  // (NaN is in no range)
     throw std::invalid_argument(
         "--" + name + " must be in [" + number_text(spec.min) + ", " + number_text(spec.max) + "], got " + text);
   }
@@ -107,6 +107,7 @@ Arguments::Arguments(const std::vector<std::string>& args, std::map<std::string,
     if (i + 1 >= args.size()) {
       throw std::invalid_argument("option '" + arg + "' needs a value");
     }
+    given_.insert(arg.substr(2));
     values_[arg.substr(2)] = args[++i];
   }
   for (const auto& [name, spec] : known) check(name, spec);
@@ -150,10 +151,14 @@ long long Arguments::integer(const std::string& name) const {
 double Arguments::real(const std::string& name) const { return parse_number<double>(name, text(name), "a number"); }
 
 std::vector<std::string> Arguments::list(const std::string& name) const {
+  const auto& value = text(name);
+  if (value.empty()) throw std::invalid_argument("--" + name + " needs at least one value");
   std::vector<std::string> items;
-  std::stringstream stream(text(name));
-  for (std::string item; std::getline(stream, item, ',');) {
-    if (!item.empty()) items.push_back(item);
+  std::stringstream stream(value);
+  for (std::string item; std::getline(stream, item, ',');) items.push_back(item);
+  if (value.back() == ',') items.emplace_back();  // getline drops a last empty item
+  for (const auto& item : items) {
+    if (item.empty()) throw std::invalid_argument("--" + name + " has an empty item in '" + value + "'");
   }
   return items;
 }

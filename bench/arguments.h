@@ -6,6 +6,7 @@
 
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,7 +62,9 @@ class Arguments {
   const std::string& text(const std::string& name) const;
   long long integer(const std::string& name) const;
   double real(const std::string& name) const;
-  /// Comma-separated list.
+  /// Whether the command line gave `name` (else it holds its default).
+  bool given(const std::string& name) const { return given_.count(name) > 0; }
+  /// Comma-separated list; an empty list or an empty item ("1,,2") is refused.
   std::vector<std::string> list(const std::string& name) const;
   std::vector<long long> integers(const std::string& name) const;
   std::vector<double> reals(const std::string& name) const;
@@ -70,6 +73,7 @@ class Arguments {
   void check(const std::string& name, const OptionSpec& spec) const;
 
   std::map<std::string, std::string> values_;
+  std::set<std::string> given_;
 };
 
 }  // namespace dash::bench

@@ -3,6 +3,9 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <unistd.h>
+
+#include <iomanip>
 #include <sstream>
 #include <stdexcept>
 
@@ -62,6 +65,26 @@ ModelShapes parse_shapes(const std::string& list) {
   }
   if (model.shapes.empty()) throw std::invalid_argument("--shapes is empty");
   return model;
+}
+
+void check_model_fits(const ModelShapes& model, const at::Device& device) {
+  if (!device.is_cpu()) return;  // (a GPU's allocator names its own limit)
+  double elements = 0.0;         // in double: a product of huge sizes overflows int64
+  for (const auto& shape : model.shapes) {
+    double n = 1.0;
+    for (auto size : shape) n *= static_cast<double>(size);
+    elements += n;
+  }
+  const double needed = 8.0 * elements;  // float32 parameters and gradients
+  const double available =
+      static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  if (available > 0.0 && needed > available) {
+    std::ostringstream message;
+    message << std::setprecision(3) << "the model '" << model.name << "' has " << elements / 1e6
+            << " M parameters, whose float32 values and gradients alone need " << needed / 1e9
+            << " GB; this machine has " << available / 1e9 << " GB";
+    throw std::invalid_argument(message.str());
+  }
 }
 
 std::vector<at::Tensor> model_parameters(const ModelShapes& model, const at::Device& device, uint64_t seed) {

@@ -29,6 +29,11 @@ ModelShapes preset_model(const std::string& name, int64_t layers);
 /// "512x512,1408x512,512": shapes separated by commas, dimensions by 'x'.
 ModelShapes parse_shapes(const std::string& list);
 
+/// Refuses a model whose float32 parameters and gradients alone would not fit in
+/// this machine's memory (for a CPU `device`), naming both sizes: before a run
+/// starts, not as the allocator's error halfway through it.
+void check_model_fits(const ModelShapes& model, const at::Device& device);
+
 /// Parameters of `model`'s shapes on `device`, N(0, 0.02²), each with a fixed
 /// N(0, 1) gradient; the same for the same seed in every process.
 std::vector<at::Tensor> model_parameters(const ModelShapes& model, const at::Device& device, uint64_t seed);

@@ -11,6 +11,7 @@
 
 #include "common/memory_peak.h"
 #include "kernels/stack_blas.h"
+#include "linalg/newton_schulz.h"
 
 #include <dash/dash.h>
 
@@ -73,9 +74,17 @@ struct Measurement {
 // factor updates G Gᵀ and Gᵀ G, 2·r·c·(r + c) per block as GEMMs, or r·c·(r + c + 2)
 // where syrk forms one triangle of each (kernels::stack_syrk_plan), and the
 // preconditioning L̄ Ĝ R̄, 2·r·c·(r + c) (one-sided blocks: 2·r²·c, r·(r + 1)·c).
-void count_step_flops(const Dash& optimizer, const at::Device& device, Measurement& m) {
+// Spectral descent has no factors: its preconditioning is Newton–Schulz
+// (linalg::newton_schulz_flops, one triangle of A and A² where a CPU BLAS forms them).
+void count_step_flops(const Dash& optimizer, const DashOptions& options, const at::Device& device, Measurement& m) {
   const bool syrk = kernels::stack_syrk_plan(device).one_triangle;
   for (const auto& stack : optimizer.diagnostics().block_stacks) {
+    if (options.preconditioner() == PreconditionerType::SpectralDescent) {
+      const bool one_triangle = options.preconditioning_precision() == MatmulPrecision::FP32 && syrk;
+      m.preconditioning_flops += static_cast<double>(stack.count) * linalg::newton_schulz_flops(stack.rows, stack.cols,
+                                                                        options.newton_schulz_steps(), one_triangle);
+      continue;
+    }
     const double r = static_cast<double>(stack.rows), c = static_cast<double>(stack.cols);
     const double per_block = stack.one_sided ? 2.0 * r * r * c : 2.0 * r * c * (r + c);
     const double per_block_syrk = stack.one_sided ? r * (r + 1.0) * c : r * c * (r + c + 2.0);
@@ -101,12 +110,20 @@ double dash_step_flops(
 
 // The bmm ceiling on the factor stacks in use: Σ FLOPs / Σ time of one (N, b, b)
 // bmm per stack, in the configuration's precision.
+// (A family without factors: one of each block stack's (N, m, m), m the smaller side.)
 double stack_ceiling(const Dash& optimizer, MatmulPrecision precision, const at::Device& device) {
+  const auto diagnostics = optimizer.diagnostics();
+  std::vector<std::pair<int64_t, int64_t>> stacks;  // (count, size)
+  for (const auto& stack : diagnostics.factor_stacks) stacks.emplace_back(stack.count, stack.size);
+  if (stacks.empty()) {
+    for (const auto& stack : diagnostics.block_stacks)
+      stacks.emplace_back(stack.count, std::min(stack.rows, stack.cols));
+  }
   double flops = 0.0, seconds = 0.0;
-  for (const auto& stack : optimizer.diagnostics().factor_stacks) {
-    const double stack_flops = 2.0 * static_cast<double>(stack.count) * std::pow(static_cast<double>(stack.size), 3);
+  for (const auto& [count, size] : stacks) {
+    const double stack_flops = 2.0 * static_cast<double>(count) * std::pow(static_cast<double>(size), 3);
     flops += stack_flops;
-    seconds += stack_flops / (bmm_gflops(stack.count, stack.size, matmul_dtype(precision), device, 1, 3) * 1e9);
+    seconds += stack_flops / (bmm_gflops(count, size, matmul_dtype(precision), device, 1, 3) * 1e9);
   }
   return seconds > 0.0 ? flops / seconds / 1e9 : 0.0;
 }
@@ -203,7 +220,7 @@ Measurement finish_run(Run& run, const at::Device& device, int steps, bool profi
     return result;
   }
   auto& dash = static_cast<Dash&>(*run.optimizer);
-  count_step_flops(dash, device, result);
+  count_step_flops(dash, run.config.options, device, result);
   result.flops = dash_step_flops(dash, run.config.options, result, device);
   std::map<MatmulPrecision, double> ceilings;
   for (const auto precision : precisions_in_use(run.config.options)) {
@@ -395,13 +412,18 @@ std::vector<Configuration> configurations(const Arguments& arguments, int64_t fr
 // One family's DASH configurations: every combination of the swept options.
 void add_family_configurations(const Arguments& arguments, const DashOptions& base, const std::string& family_label,
     std::vector<Configuration>& result) {
-  for (const auto& method_name : arguments.list("methods")) {
+  // A family without roots takes none of the root sweeps, and its labels name none.
+  const bool roots = preconditioner_traits(base.preconditioner()).inverse_roots;
+  const auto methods = roots ? arguments.list("methods") : std::vector<std::string>{to_string(base.root().method())};
+  for (const auto& method_name : methods) {
     const auto method = parse_root_method(method_name);
     std::vector<std::string> scalings = arguments.list("scalings");
     // A factorisation uses no spectral scaling (Auto's matmul trials take the scalings).
-    if (method != RootMethod::Auto && !solver_traits(method).matmul_only) scalings = {"fro"};
-    const auto variants = method_variants(arguments, method);
-    for (const auto& precision_name : arguments.list("precisions")) {
+    if (!roots || (method != RootMethod::Auto && !solver_traits(method).matmul_only)) scalings = {"fro"};
+    const auto variants = roots ? method_variants(arguments, method)
+                                : std::vector<std::pair<std::string, InverseRootOptions>>{{"", base.root()}};
+    const auto precisions = roots ? arguments.list("precisions") : std::vector<std::string>{"fp32"};
+    for (const auto& precision_name : precisions) {
       const auto precision = parse_matmul_precision(precision_name);
       for (const auto& scaling_name : scalings) {
         const auto scaling = parse_scaling(scaling_name);
@@ -422,9 +444,12 @@ void add_family_configurations(const Arguments& arguments, const DashOptions& ba
                                      .workspace_limit(limit)
                                      .root_precision(state)
                                      .moment_precision(state);
+                  const auto root_label = !roots ? std::string()
+                                                 : " " + to_string(method) + variant_label + " " +
+                                                       (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " +
+                                                       to_string(precision);
                   result.push_back(
-                      {to_string(execution) + family_label + " " + to_string(method) + variant_label + " " +
-                              (method == RootMethod::EVD ? "-" : to_string(scaling)) + " " + to_string(precision) +
+                      {to_string(execution) + family_label + root_label +
                               (preconditioning == MatmulPrecision::FP32 ? "" : " pc " + to_string(preconditioning)) +
                               workspace_label(limit) +
                               (state == MatmulPrecision::FP32 ? "" : " roots+moments " + to_string(state)),
@@ -482,10 +507,13 @@ int run_step_bench(const std::vector<std::string>& args) {
   const auto float32_matmuls = set_float32_matmul_mode(arguments.text("tf32") == "1");
   // Every configuration's names and options, before anything is measured.
   check_configurations(configurations(arguments, 1));
-  const auto model = arguments.text("shapes").empty()
-                         ? preset_model(arguments.text("preset"), arguments.integer("layers"))
-                         : parse_shapes(arguments.text("shapes"));
+  if (arguments.given("shapes") && (arguments.given("preset") || arguments.given("layers"))) {
+    throw std::invalid_argument("give --shapes or --preset (with --layers), not both: --shapes replaces the preset");
+  }
+  const auto model = arguments.given("shapes") ? parse_shapes(arguments.text("shapes"))
+                                               : preset_model(arguments.text("preset"), arguments.integer("layers"));
   const at::Device device(arguments.text("device"));
+  check_model_fits(model, device);
   const int warmup = static_cast<int>(arguments.integer("warmup"));
   const bool profile = arguments.text("profile") == "1";
   const auto seed = static_cast<uint64_t>(arguments.integer("seed"));
@@ -557,11 +585,12 @@ int run_step_bench(const std::vector<std::string>& args) {
         for (const auto& [phase, ms] : m.phases_ms) std::printf(" %s %s", phase.c_str(), fixed(ms, 1).c_str());
         const double factors_floor = m.factors_floor_ms();
         const double preconditioning_floor = m.preconditioning_floor_ms();
-        std::printf("\n    vs floor: factors %s / %s ms (x%s), preconditioning %s / %s ms (x%s)\n",
+        const auto ratio = [](double ms, double floor) { return floor > 0.0 ? "x" + fixed(ms / floor, 2) : "-"; };
+        std::printf("\n    vs floor: factors %s / %s ms (%s), preconditioning %s / %s ms (%s)\n",
             fixed(m.phases_ms["factors"], 1).c_str(), fixed(factors_floor, 1).c_str(),
-            fixed(m.phases_ms["factors"] / factors_floor, 2).c_str(), fixed(m.phases_ms["preconditioning"], 1).c_str(),
+            ratio(m.phases_ms["factors"], factors_floor).c_str(), fixed(m.phases_ms["preconditioning"], 1).c_str(),
             fixed(preconditioning_floor, 1).c_str(),
-            fixed(m.phases_ms["preconditioning"] / preconditioning_floor, 2).c_str());
+            ratio(m.phases_ms["preconditioning"], preconditioning_floor).c_str());
       }
       std::fflush(stdout);
       report["rows"].push_back({{"configuration", config.label}, {"frequency", frequency}, {"mean_ms", m.mean_ms},

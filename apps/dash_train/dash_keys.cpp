@@ -144,4 +144,13 @@ std::string current_key_name(const std::string& name) {
   return found == renamed.end() ? name : found->second;
 }
 
+std::vector<std::string> changed_dash_keys(const dash::DashOptions& options) {
+  const auto defaults = dash_train_defaults();
+  std::vector<std::string> changed;
+  for (const auto& key : dash_keys()) {
+    if (dash_key_value(options, key.name) != dash_key_value(defaults, key.name)) changed.push_back(key.name);
+  }
+  return changed;
+}
+
 }  // namespace dash_train

@@ -31,6 +31,9 @@ const std::vector<DashKey>& dash_keys();
 /// The key's value in `options` (an enum by its name).
 nlohmann::json dash_key_value(const dash::DashOptions& options, const std::string& name);
 
+/// The DASH keys whose value in `options` is not dash_train_defaults()'s.
+std::vector<std::string> changed_dash_keys(const dash::DashOptions& options);
+
 /// Sets key `name` from `value`; false when it is not a DASH key. A value of the
 /// wrong kind or an unknown name is an error naming the key and `source`.
 bool set_dash_key(

@@ -128,6 +128,14 @@ void LlamaImpl::initialise_weights() {
   }
 }
 
+std::vector<bool> LlamaImpl::auxiliary_matrices() const {
+  std::vector<bool> auxiliary;
+  for (const auto& named : named_parameters()) {
+    auxiliary.push_back(named.key() == "embedding.weight" || named.key() == "output.weight");
+  }
+  return auxiliary;
+}
+
 at::Tensor LlamaImpl::forward(const at::Tensor& tokens) {
   TORCH_CHECK(tokens.dim() == 2, "Llama: expected (batch, length) token ids, got ", tokens.dim(), " dimensions");
   const int64_t length = tokens.size(1);

@@ -83,6 +83,9 @@ class LlamaImpl : public torch::nn::Module {
   /// tokens: (B, T) int64 with T ≤ max_seq_len → logits (B, T, vocab_size).
   at::Tensor forward(const at::Tensor& tokens);
   const LlamaConfig& config() const { return config_; }
+  /// Per tensor of parameters(): whether it is the embedding or the output layer,
+  /// the matrices Muon's recipe keeps on AdamW (optimizer_factory.h).
+  std::vector<bool> auxiliary_matrices() const;
 
  private:
   void initialise_weights();

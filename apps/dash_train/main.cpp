@@ -46,7 +46,15 @@ int train(const dash_train::TrainConfig& config, const std::vector<std::string>&
   const auto environment = dash::rank_environment();
   // Before any work (and before any rank starts): a folder that does not fit
   // --resume / --overwrite. Ranks leave it to rank 0, which also locks the folder.
-  if (!environment.has_value()) dash_train::check_run_folder(config.run_dir(), dash_train::folder_use(config));
+  if (!environment.has_value()) {
+    dash_train::check_run_folder(config.run_dir(), dash_train::folder_use(config));
+    const auto ignored = dash_train::changed_dash_keys(config.dash);
+    if (config.optimizer == "adamw" && !ignored.empty()) {
+      std::string names;
+      for (const auto& name : ignored) names += (names.empty() ? "--" : ", --") + name;
+      std::cerr << "dash-train: warning: optimizer adamw ignores the DASH keys given (" << names << ")\n";
+    }
+  }
   if (!environment.has_value() && config.nproc > 1) {
     // The launcher: runs this same command as nproc ranks and waits for them.
     std::vector<std::string> command{std::filesystem::read_symlink("/proc/self/exe").string()};
@@ -94,8 +102,7 @@ int compare(const dash_train::CommandLine& line) {
   } else {
     std::ifstream in(line.runs_file);
     TORCH_CHECK(in, "dash-train: cannot read runs file '", line.runs_file, "'");
-    options.runs = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    TORCH_CHECK(!options.runs.is_discarded(), "dash-train: runs file '", line.runs_file, "' is not valid JSON");
+    options.runs = dash_train::parse_json_file(in, "runs file '" + line.runs_file + "'");
   }
   const auto rows = dash_train::run_comparison(options);
   std::cout << dash_train::comparison_table(rows) << "written: " << options.base.out_dir

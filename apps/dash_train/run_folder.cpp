@@ -37,13 +37,8 @@ std::string first_run_file(const std::string& folder) {
   return {};
 }
 
-}  // namespace
-
-FolderUse folder_use(const TrainConfig& config) {
-  return config.resume ? FolderUse::Resume : config.overwrite ? FolderUse::Overwrite : FolderUse::New;
-}
-
-void check_run_folder(const std::string& folder, FolderUse use) {
+// The folder's contents against `use` (the caller holds its lock, or checks early).
+void check_contents(const std::string& folder, FolderUse use) {
   std::error_code error;
   TORCH_CHECK(!fs::exists(folder, error) || fs::is_directory(folder, error), "dash-train: the run folder '", folder,
       "' exists and is not a folder");
@@ -55,6 +50,35 @@ void check_run_folder(const std::string& folder, FolderUse use) {
     TORCH_CHECK(file.empty(), "dash-train: the run folder '", folder, "' already holds a run (", file,
         "); pass --resume to continue it, --overwrite to replace it, or choose another --name / --out-dir");
   }
+}
+
+std::string in_use_message(const std::string& folder) {
+  return "dash-train: the run folder '" + folder +
+         "' is in use by another dash-train process; wait for it to finish or choose another --name / --out-dir";
+}
+
+// Whether another process holds the folder's lock now (RunFolder's): tried and
+// let go at once.
+bool locked_by_another_process(const std::string& folder) {
+  const auto lock_path = folder + "/.lock";
+  const int fd = ::open(lock_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;  // no lock file: no run ever locked it
+  const bool held = ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  ::close(fd);  // (releases it where this call took it)
+  return held;
+}
+
+}  // namespace
+
+FolderUse folder_use(const TrainConfig& config) {
+  return config.resume ? FolderUse::Resume : config.overwrite ? FolderUse::Overwrite : FolderUse::New;
+}
+
+void check_run_folder(const std::string& folder, FolderUse use) {
+  // In use first: a run that has not written its first checkpoint yet is not one
+  // without a checkpoint to resume.
+  TORCH_CHECK(!locked_by_another_process(folder), in_use_message(folder));
+  check_contents(folder, use);
 }
 
 RunFolder::RunFolder(std::string folder, FolderUse use) : folder_(std::move(folder)) {
@@ -69,12 +93,11 @@ RunFolder::RunFolder(std::string folder, FolderUse use) : folder_(std::move(fold
     const int cause = errno;
     ::close(lock_fd_);
     lock_fd_ = -1;
-    TORCH_CHECK(cause != EWOULDBLOCK, "dash-train: the run folder '", folder_,
-        "' is in use by another dash-train process; wait for it to finish or choose another --name / --out-dir");
+    TORCH_CHECK(cause != EWOULDBLOCK, in_use_message(folder_));
     TORCH_CHECK(false, "dash-train: cannot lock '", lock_path, "': ", std::strerror(cause));
   }
   try {
-    check_run_folder(folder_, use);
+    check_contents(folder_, use);
     if (use == FolderUse::Overwrite) {
       for (const auto& entry : fs::directory_iterator(folder_)) {
         if (is_run_file(entry.path().filename().string())) fs::remove(entry.path());

@@ -6,11 +6,13 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <iterator>
 #include <sstream>
 
 namespace dash_train {
@@ -22,19 +24,35 @@ std::string join(const std::vector<std::string>& fields) {
   return line;
 }
 
-std::vector<std::string> rows_up_to(const std::string& path, int64_t last_step) {
-  std::ifstream in(path);
+size_t field_count(const std::string& line) {
+  return static_cast<size_t>(std::count(line.begin(), line.end(), ',')) + 1;
+}
+
+// The rows of the log at `path` up to `last_step`, each whole: a row with fewer
+// fields than the header (a file cut inside it, by a crash or by hand) is dropped
+// with a warning, so that the rows appended after them are not glued to it.
+std::vector<std::string> rows_up_to(const std::string& path, int64_t last_step, size_t columns) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream lines(text);
   std::vector<std::string> kept;
   std::string line;
   int64_t number = 0;
-  while (std::getline(in, line)) {
+  while (std::getline(lines, line)) {
     if (++number == 1 || line.empty()) continue;  // the header
+    // Every row is written with its newline: a last line without one was cut.
+    const bool cut = lines.eof() && !text.empty() && text.back() != '\n';
     const auto first = line.substr(0, line.find(','));
     char* end = nullptr;
     errno = 0;
     const long long step = std::strtoll(first.c_str(), &end, 10);
     TORCH_CHECK(!first.empty() && *end == '\0' && errno == 0, "dash-train: log '", path, "' line ", number,
         " does not start with a step number: '", line.substr(0, 80), "'; it is not this run's log");
+    if (cut || field_count(line) != columns) {
+      std::cerr << "dash-train: warning: log '" << path << "' line " << number
+                << " is not a whole row (the file was cut there): dropped\n";
+      continue;
+    }
     if (step <= last_step) kept.push_back(line);
   }
   return kept;
@@ -43,7 +61,7 @@ std::vector<std::string> rows_up_to(const std::string& path, int64_t last_step) 
 }  // namespace
 
 CsvLog::CsvLog(const std::string& path, const std::vector<std::string>& columns, int64_t resume_step) : path_(path) {
-  const auto kept = resume_step >= 0 ? rows_up_to(path, resume_step) : std::vector<std::string>{};
+  const auto kept = resume_step >= 0 ? rows_up_to(path, resume_step, columns.size()) : std::vector<std::string>{};
   errno = 0;
   out_.open(path, std::ios::trunc);
   TORCH_CHECK(out_, "dash-train: cannot write log file '", path, "': ", io_error_text(errno));

@@ -8,11 +8,18 @@
 #include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <thread>
+#include <set>
 #include <variant>
+#include <vector>
 
 namespace dash_train {
 namespace {
@@ -64,6 +71,7 @@ const std::vector<Key>& keys() {
       {"beta1", &TrainConfig::beta1, "AdamW β1 (and DASH's gradient EMA β_G and 1-D AdamW β1)", true},
       {"beta2", &TrainConfig::beta2, "AdamW β2 (and DASH's grafting β_g and 1-D AdamW β2)", true},
       {"eps", &TrainConfig::eps, "AdamW ε (and DASH's grafting ε)", true},
+      {"adamw_lr", &TrainConfig::adamw_lr, "with preconditioner spectral_descent: lr of the embedding, output layer and 1-D parameters, which stay on AdamW as Muon prescribes (0: lr)", true},
   };
   return table;
 }
@@ -85,6 +93,10 @@ const Key* find_key(const std::string& name) {
 }
 
 std::string type_name(const nlohmann::json& value) { return value.type_name(); }
+
+double physical_memory_bytes() {
+  return static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+}
 
 }  // namespace
 
@@ -137,20 +149,34 @@ void TrainConfig::check() const {
   TORCH_CHECK(validation_fraction > 0.0 && validation_fraction < 1.0,
       "dash-train: 'validation_fraction' must be in (0, 1), got ", validation_fraction);
   // One path component, so that out_dir/name stays inside out_dir.
-  TORCH_CHECK(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
-                  name.find('\0') == std::string::npos,
-      "dash-train: 'name' must be a single folder name (not empty, '.' or '..', no '/'), got '", name, "'");
+  const bool control =
+      std::any_of(name.begin(), name.end(), [](char c) { return std::iscntrl(static_cast<unsigned char>(c)); });
+  TORCH_CHECK(!name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos && !control,
+      "dash-train: 'name' must be a single folder name (not empty, '.' or '..', no '/', no control characters such as "
+      "a newline), got '",
+      name, "'");
   TORCH_CHECK(!out_dir.empty(), "dash-train: 'out_dir' must not be empty (use '.' for the current folder)");
   TORCH_CHECK(!(resume && overwrite), "dash-train: 'resume' and 'overwrite' exclude each other");
   TORCH_CHECK(steps >= 1, "dash-train: 'steps' must be ≥ 1, got ", steps);
   TORCH_CHECK(batch_size >= 1, "dash-train: 'batch_size' must be ≥ 1, got ", batch_size);
+  // A step's activations grow with batch_size · seq_len · dim per layer: on a CPU,
+  // refuse a batch whose layer inputs alone would not fit this machine's memory,
+  // before the allocator does so halfway into the first step.
+  const double embedding_bytes = 4.0 * static_cast<double>(batch_size) * static_cast<double>(seq_len) *
+                                 static_cast<double>(dim) * static_cast<double>(layers + 1);
+  TORCH_CHECK(device != "cpu" || embedding_bytes <= physical_memory_bytes(), "dash-train: 'batch_size' ", batch_size,
+      " with seq_len ", seq_len, ", dim ", dim, " and ", layers, " layers needs at least ", embedding_bytes / 1e9,
+      " GB for one step's activations; this machine has ", physical_memory_bytes() / 1e9, " GB");
   TORCH_CHECK(eval_every >= 1, "dash-train: 'eval_every' must be ≥ 1, got ", eval_every);
   TORCH_CHECK(eval_batches >= 1, "dash-train: 'eval_batches' must be ≥ 1, got ", eval_batches);
   TORCH_CHECK(log_every >= 1, "dash-train: 'log_every' must be ≥ 1, got ", log_every);
   TORCH_CHECK(checkpoint_every >= 0, "dash-train: 'checkpoint_every' must be ≥ 0, got ", checkpoint_every);
   TORCH_CHECK(
       stop_at >= 0 && stop_at <= steps, "dash-train: 'stop_at' must be in [0, steps = ", steps, "], got ", stop_at);
-  TORCH_CHECK(threads >= 0, "dash-train: 'threads' must be ≥ 0, got ", threads);
+  // More threads than cores only contend (1000 on 2 cores took 41 s for 4 steps).
+  const int64_t cores = std::max<int64_t>(1, static_cast<int64_t>(std::thread::hardware_concurrency()));
+  TORCH_CHECK(threads >= 0 && threads <= cores, "dash-train: 'threads' must be in [0, ", cores,
+      "] (0: LibTorch's default; this machine has ", cores, " cores), got ", threads);
   TORCH_CHECK(nproc >= 1 && nproc <= 64, "dash-train: 'nproc' must be in [1, 64], got ", nproc);
   check_name("communication_dtype", communication_dtype, dash::parse_communication_dtype);
   check_name("distribution_scheme", distribution_scheme, dash::parse_distribution_scheme);
@@ -187,8 +213,32 @@ void TrainConfig::check() const {
   TORCH_CHECK(beta1 >= 0.0 && beta1 < 1.0, "dash-train: 'beta1' must be in [0, 1), got ", beta1);
   TORCH_CHECK(beta2 >= 0.0 && beta2 < 1.0, "dash-train: 'beta2' must be in [0, 1), got ", beta2);
   TORCH_CHECK(eps > 0.0, "dash-train: 'eps' must be > 0, got ", eps);
+  TORCH_CHECK(adamw_lr >= 0.0 && adamw_lr <= std::numeric_limits<float>::max(),
+      "dash-train: 'adamw_lr' must be ≥ 0 (0: lr) and at most float32's largest number, got ", adamw_lr);
   // The DASH keys' names were parsed when they were set; their ranges are checked by
   // DashOptions itself when the optimizer is built.
+}
+
+nlohmann::json parse_json_file(std::istream& in, const std::string& what) {
+  // One set of keys per object being read: a key given twice in one object would
+  // otherwise be read as its last value, silently.
+  std::vector<std::set<std::string>> keys_of_open_objects;
+  const auto refuse_duplicates = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using Event = nlohmann::json::parse_event_t;
+    if (event == Event::object_start) keys_of_open_objects.emplace_back();
+    if (event == Event::object_end) keys_of_open_objects.pop_back();
+    if (event == Event::key) {
+      const auto key = parsed.get<std::string>();
+      TORCH_CHECK(keys_of_open_objects.back().insert(key).second, "dash-train: ", what, " gives the key '", key,
+          "' twice in one object; give each key once");
+    }
+    return true;
+  };
+  try {
+    return nlohmann::json::parse(in, refuse_duplicates);
+  } catch (const nlohmann::json::exception& error) {  // parse_error, or out_of_range for 1e400
+    TORCH_CHECK(false, "dash-train: ", what, " is not valid JSON: ", error.what());
+  }
 }
 
 nlohmann::json to_json(const TrainConfig& config) {
@@ -218,13 +268,7 @@ void apply_config_file(TrainConfig& config, const std::string& path) {
       "' is a folder; give a JSON file ({\"key\": value, ...})");
   std::ifstream in(path);
   TORCH_CHECK(in, "dash-train: cannot read config file '", path, "'");
-  nlohmann::json values;
-  try {
-    values = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& error) {  // parse_error, or out_of_range for 1e400
-    TORCH_CHECK(false, "dash-train: config file '", path, "' is not valid JSON: ", error.what());
-  }
-  apply_json(config, values, "config file '" + path + "'");
+  apply_json(config, parse_json_file(in, "config file '" + path + "'"), "config file '" + path + "'");
 }
 
 std::vector<std::string> checkpoint_compatibility_keys() {

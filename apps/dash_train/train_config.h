@@ -16,6 +16,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include <cstdint>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,9 @@ struct TrainConfig {
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;
+  /// With spectral descent (Muon's recipe): the lr of the embedding, the output layer
+  /// and the 1-D parameters, which stay on AdamW; 0: lr.
+  double adamw_lr = 0.0;
   // DASH (ignored by adamw): every option of the optimizer's lists under its Python
   // keyword (dash_keys.h), from dash_train_defaults().
   dash::DashOptions dash = dash_train_defaults();
@@ -79,6 +83,10 @@ nlohmann::json to_json(const TrainConfig& config);
 void apply_json(TrainConfig& config, const nlohmann::json& values, const std::string& source);
 /// Reads a JSON object from a file and applies it.
 void apply_config_file(TrainConfig& config, const std::string& path);
+
+/// The JSON document in `in`; `what` (e.g. "config file 'a.json'") names it in the
+/// errors: not JSON, or a key given twice in one object.
+nlohmann::json parse_json_file(std::istream& in, const std::string& what);
 /// The keys whose change makes a checkpoint unusable (model, data, optimizer).
 std::vector<std::string> checkpoint_compatibility_keys();
 /// The help text: every key, its default and meaning.

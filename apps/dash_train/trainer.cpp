@@ -70,9 +70,10 @@ Trainer::Trainer(
   torch::manual_seed(static_cast<uint64_t>(config_.seed));
   model_ = Llama(config_.model());
   model_->to(device_);
-  optimizer_ = make_optimizer(config_, model_->parameters(), distributed_);
+  optimizer_ = make_optimizer(config_, model_->parameters(), distributed_, model_->auxiliary_matrices());
+  lr_scales_ = learning_rate_scales(config_, *optimizer_);
   if (config_.resume) {
-    progress_ = load_training_checkpoint(checkpoint_path(), config_, *model_, *optimizer_);
+    progress_ = load_training_checkpoint(checkpoint_path(), config_, *model_, *optimizer_, world_size_);
   }
 }
 
@@ -90,6 +91,7 @@ double Trainer::evaluate() {
 
 void Trainer::save_checkpoint(int64_t step) {
   progress_.step = step;
+  progress_.world_size = world_size_;
   // Every rank saves: distributed DASH's optimizer state is sharded.
   std::filesystem::create_directories(run_dir());
   save_training_checkpoint(checkpoint_path(), config_, progress_, *model_, *optimizer_);
@@ -121,7 +123,7 @@ TrainResult Trainer::recorded_result() const {
 // One optimizer step at `lr` on the step's batch (forward, backward with gradient
 // averaging and clipping, optimizer), each phase timed with the device waited for.
 Trainer::StepTimes Trainer::train_step(int64_t step, double lr, const std::vector<at::Tensor>& parameters) {
-  set_learning_rate(*optimizer_, lr);
+  set_learning_rate(*optimizer_, lr, lr_scales_);
   const auto batch = training_batch(train_tokens_, config_.batch_size, config_.seq_len,
       static_cast<uint64_t>(config_.seed), step, rank_, world_size_);
 

@@ -80,6 +80,7 @@ class Trainer {
   std::vector<TokenBatch> validation_batches_;
   Llama model_{nullptr};
   std::unique_ptr<torch::optim::Optimizer> optimizer_;
+  std::vector<double> lr_scales_;  ///< each group's lr over the schedule's (learning_rate_scales)
   CheckpointProgress progress_;
   std::unique_ptr<RunFolder> folder_;  ///< main process only
 };

@@ -73,6 +73,7 @@ void save_training_checkpoint(const std::string& path, const TrainConfig& config
   archive.write("config", c10::IValue(compatibility_values(config).dump()));
   archive.write("step", c10::IValue(progress.step));
   archive.write("train_seconds", c10::IValue(progress.train_seconds));
+  archive.write("world_size", c10::IValue(progress.world_size));
   archive.write("validation", validation_table(progress.validation));
   torch::serialize::OutputArchive model_archive;
   model.save(model_archive);
@@ -95,8 +96,8 @@ void save_training_checkpoint(const std::string& path, const TrainConfig& config
   write_file_atomically(path, contents.str());
 }
 
-CheckpointProgress load_training_checkpoint(
-    const std::string& path, const TrainConfig& config, torch::nn::Module& model, torch::optim::Optimizer& optimizer) {
+CheckpointProgress load_training_checkpoint(const std::string& path, const TrainConfig& config,
+    torch::nn::Module& model, torch::optim::Optimizer& optimizer, int64_t world_size) {
   TORCH_CHECK(std::filesystem::exists(path), "dash-train: --resume: no checkpoint at '", path, "'");
   const auto parameters = model.parameters();
   const auto device = parameters.empty() ? at::Device(at::kCPU) : parameters.front().device();
@@ -133,6 +134,11 @@ CheckpointProgress load_training_checkpoint(
   archive.read("step", step);
   c10::IValue train_seconds(0.0);
   (void)archive.try_read("train_seconds", train_seconds);
+  c10::IValue written_world(world_size);  // (checkpoints before 2026-12-08 do not say; the optimizer checks)
+  (void)archive.try_read("world_size", written_world);
+  TORCH_CHECK(written_world.toInt() == world_size, "dash-train: checkpoint '", path, "' was written by a run on ",
+      written_world.toInt(), " rank", written_world.toInt() == 1 ? "" : "s", ", this run has ", world_size,
+      ": resume it with --nproc ", written_world.toInt(), " (each rank resumes its own optimizer shard)");
   at::Tensor validation;
   archive.read("validation", validation);
   validation = validation.cpu();
@@ -149,7 +155,7 @@ CheckpointProgress load_training_checkpoint(
       static_cast<dash::DashOptions&>(group.options()).workspace_limit(config.dash.workspace_limit());
     }
   }
-  return {step.toInt(), train_seconds.toDouble(), validation_points(validation)};
+  return {step.toInt(), train_seconds.toDouble(), validation_points(validation), world_size};
 }
 
 }  // namespace dash_train

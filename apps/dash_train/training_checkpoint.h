@@ -25,6 +25,7 @@ struct CheckpointProgress {
   int64_t step = 0;            ///< steps completed
   double train_seconds = 0.0;  ///< wall-clock time of those steps
   std::vector<ValidationPoint> validation;
+  int64_t world_size = 1;  ///< ranks of the run (each saved its own optimizer shard)
 };
 
 /// Writes to `path` through a temporary file, fsync and a rename (file_io.h), so a
@@ -33,11 +34,12 @@ struct CheckpointProgress {
 void save_training_checkpoint(const std::string& path, const TrainConfig& config, const CheckpointProgress& progress,
     torch::nn::Module& model, torch::optim::Optimizer& optimizer);
 
-/// Restores model and optimizer. Fails on a checksum mismatch (a corrupt file), or
+/// Restores model and optimizer. Fails on a checksum mismatch (a corrupt file),
 /// naming the first key of checkpoint_compatibility_keys() whose value differs
-/// from `config`.
-CheckpointProgress load_training_checkpoint(
-    const std::string& path, const TrainConfig& config, torch::nn::Module& model, torch::optim::Optimizer& optimizer);
+/// from `config`, or naming the ranks when the checkpoint was written by a run on
+/// another number of ranks than `world_size`.
+CheckpointProgress load_training_checkpoint(const std::string& path, const TrainConfig& config,
+    torch::nn::Module& model, torch::optim::Optimizer& optimizer, int64_t world_size = 1);
 
 /// The check load_training_checkpoint() makes: the keys of
 /// checkpoint_compatibility_keys() in `saved_json` (a checkpoint's config, as

@@ -30,12 +30,25 @@ constexpr int64_t kWorkspaceFloorBytes = int64_t{16} << 20;
 /// (The values are stored in checkpoints: new ones go at the end.)
 enum class PreconditionerType {
   Shampoo,  ///< root-inverse Shampoo: L̄ Ĝ R̄ with L̄, R̄ inverse roots of the factors (spec §4)
+  /// spectral descent, Muon's update: Ĝ orthogonalised by Newton–Schulz, times
+  /// max(1, rows/cols)^½ (src/optim/families/spectral_descent.h)
+  SpectralDescent,
 };
 
 /// Every preconditioner family: the one list the family contract suite
 /// (tests/optim/test_preconditioner_contract.cpp), dash-bench, Python's
 /// dash.preconditioners() and dash-train iterate.
-inline constexpr PreconditionerType kPreconditioners[] = {PreconditionerType::Shampoo};
+inline constexpr PreconditionerType kPreconditioners[] = {
+    PreconditionerType::Shampoo, PreconditionerType::SpectralDescent};
+
+/// What a family does that a tool sweeping options needs to know.
+struct PreconditionerTraits {
+  bool inverse_roots;  ///< computes inverse roots (the `root` options, root_frequency apply)
+};
+
+constexpr PreconditionerTraits preconditioner_traits(PreconditionerType family) {
+  return {family == PreconditionerType::Shampoo};
+}
 
 /// Direction whose per-block norm the Shampoo update is scaled to (spec §4 step 6).
 enum class GraftingType { Adam, RMSprop, AdaGrad, SGD, None };
@@ -158,6 +171,13 @@ struct DashOptions : public torch::optim::OptimizerCloneableOptions<DashOptions>
   /// Maximise the objective instead (as torch.optim's maximize): every gradient of
   /// the group is negated when the step takes it, before any statistic sees it.
   TORCH_ARG(bool, maximize) = false;
+  /// Nesterov's form of Ĝ in the family's direction: (1 − β_G)·G + β_G·Ĝ in place of
+  /// Ĝ (Muon's nesterov=True, with bias_correction off; the grafting direction keeps
+  /// Ĝ). Every family.
+  TORCH_ARG(bool, nesterov_grad) = false;
+  /// Spectral descent: iterations of Muon's quintic Newton–Schulz orthogonalisation
+  /// (linalg/newton_schulz.h); 5 is Muon's.
+  TORCH_ARG(int64_t, newton_schulz_steps) = 5;
 
  public:
   void serialize(torch::serialize::InputArchive& archive) override;

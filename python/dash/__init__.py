@@ -20,6 +20,7 @@ from .functional import (
     inverse_root_with_diagnostics,
 )
 from .ddp import no_reduce_hook
+from .muon import muon_param_groups
 from .optimizer import Dash
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "estimate_spectral_scale",
     "inverse_root",
     "inverse_root_with_diagnostics",
+    "muon_param_groups",
     "no_reduce_hook",
     "preconditioners",
     "solver_methods",

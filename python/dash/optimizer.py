@@ -3,6 +3,7 @@
 import collections.abc
 import copy
 import difflib
+import threading
 import warnings
 import weakref
 import zlib
@@ -251,6 +252,10 @@ class Dash(torch.optim.Optimizer):
         defaults.update(options)
         defaults["lr"] = lr
         _C.validate_options(_cpp_from_group(defaults))  # ValueError naming a bad option
+        # step() and zero_grad() take turns (docs/reliability.md, "Threads"): LibTorch
+        # itself is not safe against a .grad set to None while another thread steps
+        # (torch.optim.AdamW crashes there too), so neither may run inside the other.
+        self._turns = threading.RLock()
         self._cpp = None
         super().__init__(params, defaults)
         for index, group in enumerate(self.param_groups):
@@ -320,8 +325,16 @@ class Dash(torch.optim.Optimizer):
             self._params = self._param_identities()
             self._mirror_options()
 
-    @torch.no_grad()
+    def zero_grad(self, *args: Any, **kwargs: Any) -> None:
+        with self._turns:
+            super().zero_grad(*args, **kwargs)
+
     def step(self, closure: Optional[Callable[[], Any]] = None):
+        with self._turns:
+            return self._step(closure)
+
+    @torch.no_grad()
+    def _step(self, closure: Optional[Callable[[], Any]]):
         loss = None
         if closure is not None:
             with torch.enable_grad():
@@ -335,7 +348,7 @@ class Dash(torch.optim.Optimizer):
         unknown = self._unknown_keys()
         if unknown != self._unknown_keys_seen:  # a key added to a group since: misspelt?
             added = sorted((key for key in unknown - self._unknown_keys_seen if key not in _BETA_KEYS), key=str)
-            _check_unknown_keys(added, "dash.Dash.step", strict=False, stacklevel=4)
+            _check_unknown_keys(added, "dash.Dash.step", strict=False, stacklevel=5)
             self._unknown_keys_seen = unknown
         for group in self.param_groups:
             _check_torch_switches(group, "dash.Dash.step")

@@ -159,6 +159,8 @@ void check_options(const DashOptions& o) {
   TORCH_CHECK(
       o.momentum() >= 0.0 && o.momentum() < 1.0, "dash::Dash: momentum must be in [0, 1), got ", exactly(o.momentum()));
   TORCH_CHECK(!o.nesterov() || o.momentum() > 0.0, "dash::Dash: nesterov needs momentum > 0");
+  TORCH_CHECK(o.newton_schulz_steps() >= 1 && o.newton_schulz_steps() <= 100,
+      "dash::Dash: newton_schulz_steps must be in [1, 100], got ", o.newton_schulz_steps());
   check_float32_range(o.weight_decay(), "weight_decay");
   // The parameters are scaled by 1 − lr·weight_decay in their own (float32) dtype.
   TORCH_CHECK(o.lr() * o.weight_decay() <= std::numeric_limits<float>::max(),

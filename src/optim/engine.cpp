@@ -171,6 +171,7 @@ FamilyBuffers Engine::family_buffers(const StepContext& context) {
 }
 
 void Engine::update_statistics(StepContext& context, size_t s, const Rows& rows) {
+  if (!family_of(s).keeps_statistics()) return;
   auto grad = gradient_blocks(context, s, rows);
   ScopedPhase phase(profile_, Phase::Factors);
   auto buffers = family_buffers(context);
@@ -234,6 +235,9 @@ void Engine::write_direction(StepContext& context, size_t s, const Rows& rows) {
   {
     ScopedPhase phase(profile_, Phase::Preconditioning);
     if (started_count > 0) {
+      // Nesterov's form for the family (Muon's): the gradient is read here for the
+      // last time; the family may then write into its buffer (work.product).
+      if (options.nesterov_grad()) work.ghat.mul_(hyper.beta_grad).add_(grad, 1.0 - hyper.beta_grad);
       auto buffers = family_buffers(context);
       auto preconditioned = grafted(work, family_of(s).direction(context, s, rows, work, buffers), options.grafting(),
           lr_in_direction ? options.lr() : 1.0);

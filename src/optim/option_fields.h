@@ -19,7 +19,7 @@
 // clang-format off
 #define DASH_OPTION_LAYOUT(FIELD, COMPOSITE)                                                   \
   FIELD(lr, double, "learning rate")                                                           \
-  FIELD(preconditioner, PreconditionerType, "preconditioner family: shampoo")                  \
+  FIELD(preconditioner, PreconditionerType, "preconditioner family: shampoo or spectral_descent")                  \
   FIELD(beta_grad, double, "β_G: EMA of the gradient")                                         \
   FIELD(beta_factor, double, "EMA of the Shampoo factors L, R (1: plain sums)")                \
   FIELD(beta_graft, double, "β_g: EMA of the grafting statistic")                              \
@@ -48,7 +48,9 @@
   FIELD(factor_precision, MatmulPrecision, "storage of the Shampoo factors L, R: fp32 or bf16") \
   FIELD(root_precision, MatmulPrecision, "storage of their inverse roots: fp32 or bf16")       \
   FIELD(moment_precision, MatmulPrecision, "storage of the blocks' gradient EMA and grafting statistic: fp32 or bf16") \
-  FIELD(maximize, bool, "maximise the objective instead (every gradient negated)")
+  FIELD(maximize, bool, "maximise the objective instead (every gradient negated)")                \
+  FIELD(nesterov_grad, bool, "Nesterov's form of Ĝ for the family: (1 − β_G)·G + β_G·Ĝ (Muon's nesterov)") \
+  FIELD(newton_schulz_steps, int64_t, "spectral descent: Newton–Schulz iterations (Muon's 5)")
 #define DASH_SKIP_COMPOSITE(name, type)
 /// The scalar and enum fields: FIELD(name, type, help).
 #define DASH_OPTION_FIELDS(FIELD) DASH_OPTION_LAYOUT(FIELD, DASH_SKIP_COMPOSITE)

@@ -11,6 +11,7 @@ namespace {
 
 const common::NameTable<PreconditionerType> kPreconditionerNames = {
     {"shampoo", PreconditionerType::Shampoo},
+    {"spectral_descent", PreconditionerType::SpectralDescent},
 };
 const common::NameTable<GraftingType> kGraftingTypeNames = {
     {"adam", GraftingType::Adam},

@@ -85,6 +85,9 @@ class Preconditioner {
 
   // The step.
 
+  /// Whether update_statistics does anything: a family without statistics (spectral
+  /// descent) spares the engine the pass that serves them the gradient blocks.
+  virtual bool keeps_statistics() const = 0;
   /// The statistics of the chunk `rows` of gradient stack `stack` from its gradient
   /// blocks `grad` ((rows, block_rows, block_cols), float32).
   virtual void update_statistics(
@@ -93,7 +96,8 @@ class Preconditioner {
   /// every chunk's statistics; sets context.amortised_work_done where some was.
   virtual void refresh(StepContext& context, FamilyBuffers& buffers) = 0;
   /// U for the chunk from Ĝ in work.ghat, into work's buffers (product, direction,
-  /// or the 16-bit operands); returns the tensor that holds it.
+  /// or the 16-bit operands); returns the tensor that holds it. The gradient blocks
+  /// in work.product are dead by then (with nesterov_grad they are in work.ghat's).
   virtual at::Tensor direction(
       StepContext& context, size_t stack, const Rows& rows, Workspace& work, FamilyBuffers& buffers) = 0;
   virtual ChunkBytes chunk_bytes_per_block(

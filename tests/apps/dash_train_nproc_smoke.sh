@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # dash-train on 2 local ranks (Gloo on 127.0.0.1): trains, checkpoints each rank's
-# shard, refuses to resume on 3 ranks with a clear error, resumes on 2; the zero
+# shard, refuses to resume on 3 ranks or 1 naming --nproc 2, resumes on 2; the zero
 # scheme (dash averages the gradients) trains and refuses gradient clipping.
 # Usage: dash_train_nproc_smoke.sh PATH/TO/dash-train
 set -euo pipefail
@@ -16,7 +16,13 @@ if "$exe" "${common[@]}" --nproc 3 --resume 2> "$out/error.txt"; then
   echo "FAIL: resuming a 2-rank checkpoint on 3 ranks succeeded" >&2
   exit 1
 fi
-grep -q "resume with the same number of ranks" "$out/error.txt" || { cat "$out/error.txt" >&2; exit 1; }
+grep -q "written by a run on 2 ranks, this run has 3: resume it with --nproc 2" "$out/error.txt" ||
+  { cat "$out/error.txt" >&2; exit 1; }
+if "$exe" "${common[@]}" --nproc 1 --resume 2> "$out/error.txt"; then
+  echo "FAIL: resuming a 2-rank checkpoint in one process succeeded" >&2
+  exit 1
+fi
+grep -q "resume it with --nproc 2" "$out/error.txt" || { cat "$out/error.txt" >&2; exit 1; }
 "$exe" "${common[@]}" --nproc 2 --resume
 grep -q '"world_size": 2' "$out/run/summary.json"
 grep -q '"finished": true' "$out/run/summary.json"

@@ -11,6 +11,9 @@
 #include "support/error_message.h"
 #include "text_corpus.h"
 #include "trainer.h"
+#include "training_checkpoint.h"
+#include "optimizer_factory.h"
+#include "llama.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -56,7 +59,7 @@ class RunSafety : public ::testing::Test {
 
 TEST(RunNames, MustBeOneFolderInsideOutDir) {
   TrainConfig config;
-  for (const char* name : {"..", ".", "", "a/b", "../escape"}) {
+  for (const char* name : {"..", ".", "", "a/b", "../escape", "a\nb", "tab\there"}) {
     config.name = name;
     EXPECT_THAT(error_of([&] { config.check(); }), HasSubstr("'name' must be a single folder name")) << name;
   }
@@ -181,6 +184,42 @@ TEST(RunLogs, AForeignLogIsAnErrorNotAStoll) {
     CsvLog log(out.file("train.csv"), {"step", "loss"}, 3);
   }),
       AllOf(HasSubstr(out.file("train.csv")), HasSubstr("line 2")));
+}
+
+// A log cut inside a row (a crash, a full disk, an edit) loses that row on resume,
+// not the rows written after it, which would otherwise be glued to it.
+TEST(RunLogs, ARowCutShortIsDroppedOnResume) {
+  TemporaryFolder out;
+  for (const char* cut : {"step,loss\n1,0.5\n2,0.", "step,loss\n1,0.5\n2\n"}) {
+    testing::write_file(out.file("train.csv"), cut);
+    {
+      CsvLog log(out.file("train.csv"), {"step", "loss"}, 3);
+      log.write({"3", "0.25"});
+    }
+    EXPECT_EQ(contents(out.file("train.csv")), "step,loss\n1,0.5\n3,0.25\n") << cut;
+  }
+}
+
+TEST(RunFolders, ResumingAFolderInUseSaysSoEvenBeforeItsFirstCheckpoint) {
+  TemporaryFolder out;
+  const RunFolder first(out.file("run"), FolderUse::New);
+  EXPECT_THAT(error_of([&] { check_run_folder(out.file("run"), FolderUse::Resume); }), HasSubstr("is in use"));
+}
+
+TEST_F(RunSafety, AResumeOnAnotherNumberOfRanksNamesTheRanks) {
+  auto written = config();
+  written.stop_at = 2;
+  written.checkpoint_every = 2;
+  Trainer(written, corpus_).run();
+  // As a rank of 2 saved it: the world size the checkpoint records.
+  auto model = Llama(written.model());
+  auto optimizer = make_optimizer(written, model->parameters());
+  const auto path = written.run_dir() + "/checkpoint.pt";
+  auto progress = load_training_checkpoint(path, written, *model, *optimizer, 1);
+  progress.world_size = 2;
+  save_training_checkpoint(path, written, progress, *model, *optimizer);
+  EXPECT_THAT(error_of([&] { load_training_checkpoint(path, written, *model, *optimizer, 1); }),
+      AllOf(HasSubstr("written by a run on 2 ranks"), HasSubstr("resume it with --nproc 2")));
 }
 
 TEST_F(RunSafety, CompareChecksEveryRunBeforeStartingTheFirst) {

@@ -2,6 +2,7 @@
 
 #include "apps/train_test_support.h"
 #include "command_line.h"
+#include "llama.h"
 #include "optimizer_factory.h"
 #include "support/error_message.h"
 #include "train_config.h"
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 
 namespace dash_train {
 namespace {
@@ -210,6 +212,68 @@ TEST(TrainConfig, OutOfRangeAndWronglyTypedValuesAreErrorsThatNameTheKey) {
   write_file(folder.file("broken.json"), R"({"lr": )");
   EXPECT_THAT(error_of([&] { parse({"--config", folder.file("broken.json")}); }), HasSubstr("not valid JSON"));
   EXPECT_THAT(error_of([&] { parse({"--config", folder.file("absent.json")}); }), HasSubstr("cannot read config"));
+}
+
+TEST(TrainConfig, AKeyGivenTwiceInAConfigFileIsRefusedByName) {
+  TemporaryFolder folder;
+  write_file(folder.file("config.json"), R"({"lr": 0.01, "steps": 5, "lr": 0.02})");
+  TrainConfig config;
+  EXPECT_THAT(
+      error_of([&] { apply_config_file(config, folder.file("config.json")); }), HasSubstr("gives the key 'lr' twice"));
+  write_file(folder.file("nested.json"), R"({"a": {"x": 1}, "b": {"x": 2}})");  // one per object is fine
+  std::ifstream in(folder.file("nested.json"));
+  EXPECT_EQ(parse_json_file(in, "test")["b"]["x"], 2);
+}
+
+TEST(TrainConfig, ThreadsAndBatchSizeBeyondTheMachineAreRefused) {
+  TrainConfig config;
+  config.threads = 100000;
+  EXPECT_THAT(error_of([&] { config.check(); }), HasSubstr("'threads' must be in [0, "));
+  config.threads = 0;
+  config.batch_size = 100000000;
+  EXPECT_THAT(error_of([&] { config.check(); }), HasSubstr("'batch_size' 100000000"));
+}
+
+TEST(TrainConfig, DashKeysThatDifferFromTheDefaultsAreListed) {
+  auto options = dash_train_defaults();
+  EXPECT_TRUE(changed_dash_keys(options).empty());
+  options.block_size(64).newton_schulz_steps(3);
+  EXPECT_EQ(changed_dash_keys(options), (std::vector<std::string>{"block_size", "newton_schulz_steps"}));
+}
+
+// With spectral descent, dash-train follows Muon's recipe: the hidden matrices in
+// one group, the embedding, output layer and 1-D parameters on Adam at adamw_lr.
+TEST(TrainConfig, SpectralDescentKeepsTheEmbeddingOutputAndVectorsOnAdamW) {
+  TrainConfig config;
+  config.optimizer = "dash";
+  config.dash.preconditioner(dash::PreconditionerType::SpectralDescent);
+  config.dash.grafting(dash::GraftingType::None).bias_correction(false);  // Muon's arithmetic
+  config.lr = 0.02;
+  config.adamw_lr = 3e-4;
+  Llama model(config.model());
+  const auto params = model->parameters();
+  const auto auxiliary = model->auxiliary_matrices();
+  ASSERT_EQ(std::count(auxiliary.begin(), auxiliary.end(), true), 2) << "the embedding and the output layer";
+  auto optimizer = make_optimizer(config, params, nullptr, auxiliary);
+  auto& groups = optimizer->param_groups();
+  ASSERT_EQ(groups.size(), 2u);
+  for (const auto& param : groups[0].params()) EXPECT_EQ(param.dim(), 2);
+  size_t vectors = 0;
+  for (const auto& param : params) vectors += param.dim() < 2 ? 1 : 0;
+  EXPECT_EQ(groups[1].params().size(), vectors + 2);
+  EXPECT_EQ(groups[0].params().size() + groups[1].params().size(), params.size());
+  const auto& hidden = static_cast<const dash::DashOptions&>(groups[0].options());
+  const auto& adamw = static_cast<const dash::DashOptions&>(groups[1].options());
+  EXPECT_EQ(hidden.start_step(), config.dash.start_step());
+  EXPECT_GT(adamw.start_step(), int64_t{1} << 40) << "Adam's direction for good";
+  EXPECT_EQ(adamw.grafting(), dash::GraftingType::Adam);
+  EXPECT_TRUE(adamw.bias_correction());
+  EXPECT_EQ(hidden.grafting(), dash::GraftingType::None);
+  set_learning_rate(*optimizer, 0.01, learning_rate_scales(config, *optimizer));
+  EXPECT_DOUBLE_EQ(hidden.lr(), 0.01);
+  EXPECT_DOUBLE_EQ(adamw.lr(), 0.01 * 3e-4 / 0.02);
+  config.dash.preconditioner(dash::PreconditionerType::Shampoo);  // Shampoo: one group, as before
+  EXPECT_EQ(make_optimizer(config, params, nullptr, auxiliary)->param_groups().size(), 1u);
 }
 
 TEST(TrainConfig, HelpIsHonouredAnywhere) {

@@ -7,12 +7,16 @@
 #include "step_bench.h"
 #include "support/solver_options.h"
 
+#include "kernels/stack_blas.h"
+#include "linalg/newton_schulz.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -21,6 +25,16 @@
 
 namespace dash::bench {
 namespace {
+
+// The message of what `run` throws ("no error" if nothing).
+std::string message(const std::function<void()>& run) {
+  try {
+    run();
+  } catch (const std::exception& error) {
+    return error.what();
+  }
+  return "no error";
+}
 
 nlohmann::json read_json(const std::string& path) {
   std::ifstream file(path);
@@ -32,11 +46,14 @@ nlohmann::json read_json(const std::string& path) {
 // parameter shapes (independently of the optimizer's stacks): 2·r·c·(r + c) per
 // block for L̄ Ĝ R̄; the same for the factor updates as GEMMs, or r·(r + 1)·c +
 // c·(c + 1)·r where syrk forms one triangle of G Gᵀ and Gᵀ G.
+// The smoke model's matrices (model_shapes.cpp's "smoke" preset, written out here).
+std::vector<std::pair<int64_t, int64_t>> smoke_matrices() {
+  return {{40, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {24, 16}, {24, 16}, {16, 24}, {40, 16}};
+}
+
 double smoke_flops(bool syrk) {
-  const std::vector<std::pair<int64_t, int64_t>> matrices = {
-      {40, 16}, {16, 16}, {16, 16}, {16, 16}, {16, 16}, {24, 16}, {24, 16}, {16, 24}, {40, 16}};
   double flops = 0.0;
-  for (const auto& [rows, cols] : matrices) {
+  for (const auto& [rows, cols] : smoke_matrices()) {
     for (int64_t row = 0; row < rows; row += 8) {
       for (int64_t col = 0; col < cols; col += 8) {
         const double r = static_cast<double>(std::min<int64_t>(8, rows - row));
@@ -52,8 +69,9 @@ double smoke_flops(bool syrk) {
 // arguments: its report's rows by configuration (AdamW's included).
 std::map<std::string, nlohmann::json> evd_smoke_rows(const std::string& name, std::vector<std::string> extra) {
   const auto path = ::testing::TempDir() + "dash_step_bench_" + name + ".json";
-  std::vector<std::string> arguments = {"--preset", "smoke", "--block", "8", "--frequencies", "2", "--methods", "evd",
-      "--precisions", "fp32", "--executions", "batched", "--baseline", "0", "--steps", "2", "--json", path};
+  std::vector<std::string> arguments = {"--preset", "smoke", "--preconditioners", "shampoo", "--block", "8",
+      "--frequencies", "2", "--methods", "evd", "--precisions", "fp32", "--executions", "batched", "--baseline", "0",
+      "--steps", "2", "--json", path};
   arguments.insert(arguments.end(), extra.begin(), extra.end());
   EXPECT_EQ(run_step_bench(arguments), 0);
   std::map<std::string, nlohmann::json> rows;
@@ -64,9 +82,9 @@ std::map<std::string, nlohmann::json> evd_smoke_rows(const std::string& name, st
 
 TEST(BenchSmoke, StepBenchWritesEveryConfiguration) {
   const auto path = ::testing::TempDir() + "dash_step_bench.json";
-  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "1,10", "--methods", "evd,ndb",
-                "--scalings", "fro,multi-pi", "--precisions", "fp32,bf16", "--executions", "batched,auto", "--profile",
-                "1", "--json", path}),
+  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--preconditioners", "shampoo", "--block", "8", "--frequencies",
+                "1,10", "--methods", "evd,ndb", "--scalings", "fro,multi-pi", "--precisions", "fp32,bf16",
+                "--executions", "batched,auto", "--profile", "1", "--json", path}),
       0);
   auto report = read_json(path);
   std::set<std::string> labels;
@@ -113,14 +131,47 @@ TEST(BenchSmoke, StepBenchWritesEveryConfiguration) {
   }
 }
 
+// Spectral descent's rows: one per execution (no root sweeps), its FLOPs those of
+// Newton–Schulz on every block, no time in factors or roots.
+TEST(BenchSmoke, StepBenchSpectralDescentRowsCountNewtonSchulz) {
+  const auto path = ::testing::TempDir() + "dash_step_bench_spectral.json";
+  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--preconditioners", "spectral_descent", "--block", "8",
+                "--frequencies", "2", "--executions", "batched,sequential", "--baseline", "0", "--steps", "2",
+                "--profile", "1", "--json", path}),
+      0);
+  const auto report = read_json(path);
+  std::map<std::string, nlohmann::json> rows;
+  for (const auto& row : report["rows"]) rows[row["configuration"].get<std::string>()] = row;
+  ASSERT_EQ(rows.size(), 3u) << "adamw, batched and sequential spectral descent";
+  const bool syrk = kernels::stack_syrk_plan(at::kCPU).one_triangle;
+  for (const auto* label : {"batched spectral_descent", "sequential spectral_descent"}) {
+    ASSERT_TRUE(rows.count(label)) << label;
+    const auto& row = rows[label];
+    double flops = 0.0;  // the smoke model's matrices at B = 8, as smoke_flops() tiles them
+    for (const auto& [height, width] : smoke_matrices()) {
+      for (int64_t top = 0; top < height; top += 8) {
+        for (int64_t left = 0; left < width; left += 8) {
+          flops += linalg::newton_schulz_flops(
+              std::min<int64_t>(8, height - top), std::min<int64_t>(8, width - left), 5, syrk);
+        }
+      }
+    }
+    EXPECT_NEAR(row["preconditioning_flops"].get<double>(), flops, 0.5) << label;
+    EXPECT_EQ(row["factor_flops"].get<double>(), 0.0) << label;
+    EXPECT_EQ(row["phases_ms"]["roots"].get<double>(), 0.0) << label;
+    EXPECT_EQ(row["phases_ms"]["factors"].get<double>(), 0.0) << label;
+    EXPECT_GT(row["phases_ms"]["preconditioning"].get<double>(), 0.0) << label;
+  }
+}
+
 // RootMethod::Auto reports its choice with every method's trial; warm-started EVD
 // counts how its roots were computed.
 TEST(BenchSmoke, StepBenchReportsRootMethodChoicesAndEigenbasisCounts) {
   using ::testing::HasSubstr;
   const auto path = ::testing::TempDir() + "dash_step_bench_auto.json";
-  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "1", "--methods", "evd,auto",
-                "--scalings", "multi-pi", "--precisions", "fp32", "--executions", "batched", "--baseline", "0",
-                "--eigen-tolerances", "0,0.5", "--steps", "3", "--json", path}),
+  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--preconditioners", "shampoo", "--block", "8", "--frequencies", "1",
+                "--methods", "evd,auto", "--scalings", "multi-pi", "--precisions", "fp32", "--executions", "batched",
+                "--baseline", "0", "--eigen-tolerances", "0,0.5", "--steps", "3", "--json", path}),
       0);
   const auto report = read_json(path);
   std::map<std::string, std::string> choices;
@@ -143,9 +194,9 @@ TEST(BenchSmoke, StepBenchNewtonStepCountsAndPerBlockReferences) {
   std::vector<std::string> newton_methods;
   for (auto method : dash::testing::newton_solvers()) newton_methods.push_back(to_string(method));
   const auto method_list = comma_joined(newton_methods);
-  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "1", "--methods", method_list,
-                "--scalings", "multi-pi", "--precisions", "fp32", "--executions", "batched,sequential",
-                "--newton-steps", "10,4", "--steps", "2", "--tf32", "1", "--json", path}),
+  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--preconditioners", "shampoo", "--block", "8", "--frequencies", "1",
+                "--methods", method_list, "--scalings", "multi-pi", "--precisions", "fp32", "--executions",
+                "batched,sequential", "--newton-steps", "10,4", "--steps", "2", "--tf32", "1", "--json", path}),
       0);
   const auto report = read_json(path);
   EXPECT_EQ(report["float32_matmuls"].get<std::string>().rfind("TF32", 0), 0u);
@@ -179,9 +230,9 @@ TEST(BenchSmoke, StepBenchNewtonStepCountsAndPerBlockReferences) {
 // (an eigh and Q·φ·Qᵀ per factor), far below the matmul iteration's.
 TEST(BenchSmoke, StepBenchNewtonDBEvaluations) {
   const auto path = ::testing::TempDir() + "dash_step_bench_ndb_evaluations.json";
-  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--block", "8", "--frequencies", "1", "--methods", "evd,ndb",
-                "--ndb-evaluations", "matmuls,eigh", "--scalings", "multi-pi", "--precisions", "fp32", "--executions",
-                "batched", "--baseline", "0", "--steps", "2", "--json", path}),
+  ASSERT_EQ(run_step_bench({"--preset", "smoke", "--preconditioners", "shampoo", "--block", "8", "--frequencies", "1",
+                "--methods", "evd,ndb", "--ndb-evaluations", "matmuls,eigh", "--scalings", "multi-pi", "--precisions",
+                "fp32", "--executions", "batched", "--baseline", "0", "--steps", "2", "--json", path}),
       0);
   const auto report = read_json(path);
   std::map<std::string, double> root_flops;
@@ -300,18 +351,30 @@ TEST(BenchSmoke, BadArgumentsAreRejected) {
   EXPECT_THROW(run_step_bench({"--shapes", "16x16,,16"}), std::invalid_argument);  // not a 0-D shape
 }
 
+// Issue 55's dash-bench items: each refused, naming the option, before anything runs.
+TEST(BenchSmoke, ConflictingEmptyAndNonNumericValuesAreRefusedByName) {
+  using ::testing::HasSubstr;
+  EXPECT_THAT(message([] {
+    run_step_bench({"--preset", "smoke", "--shapes", "8x8"});
+  }),
+      HasSubstr("give --shapes or --preset"));
+  EXPECT_THAT(message([] {
+    run_step_bench({"--frequencies", "1,,2"});
+  }),
+      HasSubstr("--frequencies has an empty item in '1,,2'"));
+  EXPECT_THAT(message([] { run_step_bench({"--frequencies", "1,"}); }), HasSubstr("--frequencies has an empty item"));
+  EXPECT_THAT(message([] { run_step_bench({"--methods", ""}); }), HasSubstr("--methods needs at least one value"));
+  EXPECT_THAT(message([] { run_solver_bench({"--cond", "nan"}); }), HasSubstr("--cond must be in [1"));
+  EXPECT_THAT(message([] {
+    run_step_bench({"--shapes", "100000000x100000000", "--methods", "evd"});
+  }),
+      HasSubstr("alone need"));
+}
+
 // Every value is checked when the command line is read, so these fail at once,
 // before the first configuration is measured (the preset is the full llama-tiny:
 // a late failure would take minutes, and the test would time out).
 TEST(BenchSmoke, BadValuesFailBeforeAnythingIsMeasured) {
-  auto message = [](auto&& run) {
-    try {
-      run();
-    } catch (const std::exception& error) {
-      return std::string(error.what());
-    }
-    return std::string("no error");
-  };
   using ::testing::HasSubstr;
   EXPECT_THAT(message([] { run_step_bench({"--block", "0"}); }), HasSubstr("--block must be in [1"));
   EXPECT_THAT(message([] { run_step_bench({"--frequencies", "1,0"}); }), HasSubstr("--frequencies must be in [1"));

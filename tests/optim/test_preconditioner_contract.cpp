@@ -145,7 +145,7 @@ TEST_P(PreconditionerContract, EveryPoisonedEntryIsRefusedNamingIt) {
       ++poisoned;
     }
   }
-  EXPECT_GT(poisoned, 20);
+  EXPECT_GT(poisoned, 10);  // (the engine's moments alone: 3 per block, 4 blocks)
 }
 
 TEST_P(PreconditionerContract, RanksOfEverySchemeEndAsOneProcess) {

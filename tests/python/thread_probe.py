@@ -8,6 +8,10 @@ step snapshotted the gradients under the GIL) kills it with a signal.
 
   /usr/bin/python3 tests/python/thread_probe.py --trials 1000    # the stress command
 
+With --optimizer adamw the same trials run torch.optim.AdamW: on LibTorch 1.13 its
+zero_grad mode dies too (double free), which is why dash.Dash's step() and
+zero_grad() take turns.
+
 tests/python/test_threads.py runs it within the test suite's time."""
 
 import argparse
@@ -19,13 +23,16 @@ import torch
 import dash
 
 
-def trial(threads: int, steps: int, mode: str, seed: int) -> str:
+def trial(threads: int, steps: int, mode: str, seed: int, optimizer_name: str = "dash") -> str:
     """'' when the trial held, else what went wrong."""
     generator = torch.Generator().manual_seed(seed)
     weight = torch.randn(24, 24, generator=generator).requires_grad_()
     bias = torch.randn(24, generator=generator).requires_grad_()
     params = [weight, bias]
-    optimizer = dash.Dash(params, lr=1e-3, block_size=8, start_step=1, root_frequency=1)
+    if optimizer_name == "dash":
+        optimizer = dash.Dash(params, lr=1e-3, block_size=8, start_step=1, root_frequency=1)
+    else:
+        optimizer = torch.optim.AdamW(params, lr=1e-3)
     errors = []
 
     def work(thread: int) -> None:
@@ -47,7 +54,7 @@ def trial(threads: int, steps: int, mode: str, seed: int) -> str:
     # zero_grad(set_to_none=True) in one thread can leave another's step without
     # gradients (a step with none is not taken, as in torch.optim): only the
     # assigning mode knows how many steps there were.
-    taken = optimizer.diagnostics()["steps_taken"]
+    taken = optimizer.diagnostics()["steps_taken"] if optimizer_name == "dash" else threads * steps
     if errors:
         return "; ".join(errors)
     if mode == "assign" and taken != threads * steps:
@@ -63,13 +70,14 @@ def main() -> int:
     parser.add_argument("--threads", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--steps", type=int, default=100)
     parser.add_argument("--modes", nargs="+", default=["assign", "zero_grad"], choices=["assign", "zero_grad"])
+    parser.add_argument("--optimizer", default="dash", choices=["dash", "adamw"])
     arguments = parser.parse_args()
     torch.set_num_threads(1)
     runs = 0
     for number in range(arguments.trials):
         threads = arguments.threads[number % len(arguments.threads)]
         mode = arguments.modes[(number // len(arguments.threads)) % len(arguments.modes)]
-        failure = trial(threads, arguments.steps, mode, seed=number)
+        failure = trial(threads, arguments.steps, mode, seed=number, optimizer_name=arguments.optimizer)
         runs += 1
         if failure:
             print(f"trial {number} ({threads} threads, {mode}): {failure}", file=sys.stderr)

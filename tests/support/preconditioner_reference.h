@@ -11,6 +11,7 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <vector>
@@ -65,11 +66,39 @@ class ShampooReference final : public ReferenceBlock {
   at::Tensor left_, right_, left_root_, right_root_;
 };
 
+/// Spectral descent (Muon's update): no statistics; U = NS₅(Ĝ) · max(1, rows/cols)^½,
+/// the quintic Newton–Schulz iteration X ← aX + (bA + cA²)X, A = X Xᵀ, from
+/// X₀ = Ĝ/(‖Ĝ‖_F + 1e-7), (a, b, c) = (3.4445, −4.7750, 2.0315), on the wide side.
+class SpectralDescentReference final : public ReferenceBlock {
+ public:
+  SpectralDescentReference(const DashOptions& options, int64_t rows, int64_t cols)
+      : steps_(options.newton_schulz_steps()), scale_(std::sqrt(std::max(1.0, static_cast<double>(rows) / cols))) {}
+
+  void update(const at::Tensor&) override {}
+  void refresh() override {}
+  at::Tensor direction(const at::Tensor& ghat) const override {
+    const bool tall = ghat.size(0) > ghat.size(1);
+    auto x = tall ? ghat.t() : ghat;
+    x = x / (x.norm() + 1e-7);
+    for (int64_t step = 0; step < steps_; ++step) {
+      const auto a = at::matmul(x, x.t());
+      x = 3.4445 * x + at::matmul(-4.7750 * a + 2.0315 * at::matmul(a, a), x);
+    }
+    return (tall ? x.t() : x) * scale_;
+  }
+
+ private:
+  int64_t steps_;
+  double scale_;
+};
+
 inline std::unique_ptr<ReferenceBlock> reference_block(
     PreconditionerType family, const DashOptions& options, int64_t rows, int64_t cols) {
   switch (family) {
     case PreconditionerType::Shampoo:
       return std::make_unique<ShampooReference>(options, rows, cols);
+    case PreconditionerType::SpectralDescent:
+      return std::make_unique<SpectralDescentReference>(options, rows, cols);
   }
   TORCH_CHECK(false, "no reference for preconditioner family ", static_cast<int>(family));
 }

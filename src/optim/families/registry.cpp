@@ -1,6 +1,7 @@
 #include "optim/families/registry.h"
 
 #include "optim/families/shampoo.h"
+#include "optim/families/spectral_descent.h"
 
 #include <c10/util/Exception.h>
 
@@ -11,6 +12,8 @@ std::unique_ptr<Preconditioner> make_preconditioner(PreconditionerType type, con
   switch (type) {
     case PreconditionerType::Shampoo:
       return make_shampoo(plan, groups, to);
+    case PreconditionerType::SpectralDescent:
+      return make_spectral_descent(plan);
   }
   TORCH_CHECK(false, "dash::Dash: unknown preconditioner family ", static_cast<int>(type));
 }

@@ -159,6 +159,8 @@ class Shampoo final : public Preconditioner {
     resets_total_ = old.resets_total_;
   }
 
+  bool keeps_statistics() const override { return true; }
+
   void update_statistics(
       StepContext& context, size_t s, const Rows& rows, const at::Tensor& grad, FamilyBuffers& buffers) override {
     const auto& stack = plan_.gradient_stacks[s];
