@@ -39,8 +39,16 @@ at::Tensor& newton_schulz_into(at::Tensor& out, const at::Tensor& g, int64_t ste
   auto norms = scratch.empty({g.size(0), 1, 1}, g.options());
   at::linalg_vector_norm_out(norms, g, 2, {1, 2}, /*keepdim=*/true);
   norms.add_(1e-7);
-  auto x = scratch.empty(wide.sizes(), wide.options().dtype(operand_dtype(precision, at::kFloat)));
-  at::div_out(x, wide, norms);
+  const auto dtype = operand_dtype(precision, at::kFloat);
+  auto x = scratch.empty(wide.sizes(), wide.options().dtype(dtype));
+  if (dtype == at::kFloat) {
+    at::div_out(x, wide, norms);
+  } else {
+    // All in the operand dtype, as Muon's reference (X in bfloat16, then divided):
+    // a division of mixed dtypes into x would take a temporary of the stack's size.
+    x.copy_(wide);
+    x.div_(scratch.empty(norms.sizes(), norms.options().dtype(dtype)).copy_(norms));
+  }
   for (int64_t step = 0; step < steps; ++step) {
     const auto a = gram(x, precision, scratch);
     // A is exactly symmetric and commutes with itself: where a CPU BLAS can, A² is

@@ -156,7 +156,8 @@ std::vector<c10::DeviceType> devices_present() {
 // The same for the options that take other paths through the step: chunks within a
 // workspace limit, bf16 preconditioning, momentum, weight decay, bf16 state, one
 // block at a time, grafting without a statistic, and a root failure limit (checked
-// every step, as the groups' limits may change).
+// every step, as the groups' limits may change), and spectral descent (every step
+// of it a non-root one).
 TEST(NonRootStep, OtherPathsAllocateNothingEither) {
   const std::vector<std::pair<std::string, DashOptions>> variants = {
       {"workspace limit", DashOptions(1e-3).workspace_limit(1)},
@@ -168,6 +169,14 @@ TEST(NonRootStep, OtherPathsAllocateNothingEither) {
       {"sequential", DashOptions(1e-3).execution(Execution::Sequential)},
       {"SGD grafting", DashOptions(1e-3).grafting(GraftingType::SGD)},
       {"root failure limit", DashOptions(1e-3).max_consecutive_root_failures(3)},
+      {"spectral descent", DashOptions(1e-3).preconditioner(PreconditionerType::SpectralDescent)},
+      {"spectral descent as Muon, bf16 Newton-Schulz, within a limit",
+          DashOptions(1e-3)
+              .preconditioner(PreconditionerType::SpectralDescent)
+              .grafting(GraftingType::None)
+              .nesterov_grad(true)
+              .preconditioning_precision(MatmulPrecision::BF16)
+              .workspace_limit(1)},
   };
   for (const auto& device_type : devices_present()) {
     for (const auto& [name, options] : variants) {
