@@ -31,6 +31,8 @@ def muon_param_groups(hidden_matrices: Iterable[torch.Tensor], others: Iterable[
     common = dict(preconditioner="spectral_descent", block_size=block_size)
     muon = dict(params=hidden, lr=lr, betas=(momentum, 0.95), bias_correction=False, nesterov_grad=nesterov,
                 grafting="none", start_step=1, weight_decay=weight_decay, **common)
+    # AdamW whatever the constructor's keywords: Adam's direction, bias-corrected.
     adamw = dict(params=rest, lr=adamw_lr, betas=(adamw_betas[0], 0.95), beta_graft=adamw_betas[1],
-                 eps=adamw_eps, adamw_betas=adamw_betas, start_step=_NEVER, weight_decay=adamw_weight_decay, **common)
+                 eps=adamw_eps, adamw_betas=adamw_betas, grafting="adam", bias_correction=True, start_step=_NEVER,
+                 weight_decay=adamw_weight_decay, **common)
     return [group for group in (muon, adamw) if group["params"]]
