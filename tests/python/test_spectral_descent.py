@@ -146,3 +146,11 @@ def test_no_state_beyond_the_engines_moments():
 def test_newton_schulz_steps_out_of_range_are_refused(steps):
     with pytest.raises(ValueError, match="newton_schulz_steps"):
         dash.Dash([torch.randn(4, 4).requires_grad_()], **muon_options(newton_schulz_steps=steps))
+
+
+def test_muon_param_groups_keep_adamw_whatever_the_constructors_keywords():
+    params = make_params([(12, 8), (20, 6)])
+    groups = dash.muon_param_groups(params[:1], params[1:])
+    optimizer = dash.Dash(groups, grafting="none", bias_correction=False)
+    assert optimizer.param_groups[0]["grafting"] == "none"
+    assert optimizer.param_groups[1]["grafting"] == "adam" and optimizer.param_groups[1]["bias_correction"] is True
