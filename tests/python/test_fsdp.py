@@ -88,6 +88,18 @@ def test_a_run_resumed_through_distributed_checkpoint_ends_as_the_uninterrupted_
         assert torch.equal(resumed, uninterrupted), f"parameter {index}"
 
 
+@requires_dtensors
+def test_the_rank_0_habit_under_fsdp_sharding(tmp_path):
+    # torch.save of one rank's state dict is refused (the worker checks); after
+    # consolidate_state_dict(to=0), rank 0's file resumes every rank bitwise.
+    run(tmp_path, "train")
+    run(tmp_path, "habit-save-half")
+    run(tmp_path, "habit-resume-half")
+    for index, (resumed, uninterrupted) in enumerate(
+            zip(torch.load(tmp_path / "resumed.pt"), torch.load(tmp_path / "trained.pt"))):
+        assert torch.equal(resumed, uninterrupted), f"parameter {index}"
+
+
 def test_a_rank_takes_its_own_entries_of_a_state_saved_on_the_same_world_size():
     # The naming alone (no ranks needed): rank 1 of 2 keeps "rank1of2." entries, drops
     # rank 0's, keeps unprefixed ones; entries of another world size are refused.
