@@ -1,9 +1,9 @@
 #include "model_shapes.h"
 
+#include "common/physical_memory.h"
+
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
-
-#include <unistd.h>
 
 #include <iomanip>
 #include <sstream>
@@ -76,8 +76,7 @@ void check_model_fits(const ModelShapes& model, const at::Device& device) {
     elements += n;
   }
   const double needed = 8.0 * elements;  // float32 parameters and gradients
-  const double available =
-      static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  const double available = common::physical_memory_bytes();
   if (available > 0.0 && needed > available) {
     std::ostringstream message;
     message << std::setprecision(3) << "the model '" << model.name << "' has " << elements / 1e6

@@ -2,13 +2,13 @@
 
 #include "byte_tokenizer.h"
 
+#include "common/physical_memory.h"
+
 #include <dash/option_names.h>
 
 #include <c10/core/Device.h>
 #include <c10/util/Exception.h>
 #include <nlohmann/json.hpp>
-
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -94,10 +94,6 @@ const Key* find_key(const std::string& name) {
 
 std::string type_name(const nlohmann::json& value) { return value.type_name(); }
 
-double physical_memory_bytes() {
-  return static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
-}
-
 }  // namespace
 
 bool is_int64(const nlohmann::json& value) {
@@ -164,9 +160,10 @@ void TrainConfig::check() const {
   // before the allocator does so halfway into the first step.
   const double embedding_bytes = 4.0 * static_cast<double>(batch_size) * static_cast<double>(seq_len) *
                                  static_cast<double>(dim) * static_cast<double>(layers + 1);
-  TORCH_CHECK(device != "cpu" || embedding_bytes <= physical_memory_bytes(), "dash-train: 'batch_size' ", batch_size,
+  const double memory = dash::common::physical_memory_bytes();
+  TORCH_CHECK(device != "cpu" || memory == 0.0 || embedding_bytes <= memory, "dash-train: 'batch_size' ", batch_size,
       " with seq_len ", seq_len, ", dim ", dim, " and ", layers, " layers needs at least ", embedding_bytes / 1e9,
-      " GB for one step's activations; this machine has ", physical_memory_bytes() / 1e9, " GB");
+      " GB for one step's activations; this machine has ", memory / 1e9, " GB");
   TORCH_CHECK(eval_every >= 1, "dash-train: 'eval_every' must be ≥ 1, got ", eval_every);
   TORCH_CHECK(eval_batches >= 1, "dash-train: 'eval_batches' must be ≥ 1, got ", eval_batches);
   TORCH_CHECK(log_every >= 1, "dash-train: 'log_every' must be ≥ 1, got ", log_every);

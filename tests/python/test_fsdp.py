@@ -64,6 +64,13 @@ def run(tmp_path, mode):
         assert code == 0, f"{mode}: rank {rank} failed:\n{output}"
 
 
+def assert_resumed_as_uninterrupted(tmp_path):
+    """The resumed run's parameters (resumed.pt) equal the uninterrupted run's (trained.pt)."""
+    for index, (resumed, uninterrupted) in enumerate(
+            zip(torch.load(tmp_path / "resumed.pt"), torch.load(tmp_path / "trained.pt"))):
+        assert torch.equal(resumed, uninterrupted), f"parameter {index}"
+
+
 @requires_dtensors
 def test_each_rank_preconditions_its_own_shards(tmp_path):
     run(tmp_path, "train")
@@ -83,9 +90,7 @@ def test_a_run_resumed_through_distributed_checkpoint_ends_as_the_uninterrupted_
     run(tmp_path, "train")
     run(tmp_path, "save-half")
     run(tmp_path, "resume-half")
-    for index, (resumed, uninterrupted) in enumerate(
-            zip(torch.load(tmp_path / "resumed.pt"), torch.load(tmp_path / "trained.pt"))):
-        assert torch.equal(resumed, uninterrupted), f"parameter {index}"
+    assert_resumed_as_uninterrupted(tmp_path)
 
 
 @requires_dtensors
@@ -95,9 +100,7 @@ def test_the_rank_0_habit_under_fsdp_sharding(tmp_path):
     run(tmp_path, "train")
     run(tmp_path, "habit-save-half")
     run(tmp_path, "habit-resume-half")
-    for index, (resumed, uninterrupted) in enumerate(
-            zip(torch.load(tmp_path / "resumed.pt"), torch.load(tmp_path / "trained.pt"))):
-        assert torch.equal(resumed, uninterrupted), f"parameter {index}"
+    assert_resumed_as_uninterrupted(tmp_path)
 
 
 def test_a_rank_takes_its_own_entries_of_a_state_saved_on_the_same_world_size():
